@@ -1,0 +1,1 @@
+"""Executable tool environments, one package per suite, speaking the records of `protocol`."""

@@ -1,0 +1,64 @@
+"""The BFCL multi-turn suite: its tasks, and a factory of isolated episodes that share read-only truth.
+
+A `BfclSuite` owns the 800 tasks and, per task, the `GroundTruthTrace` (outputs and states after each
+ground-truth turn), computed the first time an episode of that task needs it and then reused by every
+rollout of the task. That memo is the only thing episodes share, and they only read it; all mutable state
+(API instances, outputs, verdicts) lives on each `Episode`.
+
+Not covered: the agent's side of the conversation (`seal_hub.rollout`).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable
+
+from seal_hub.envs.bfcl.episode import Episode, EpisodeConfig
+from seal_hub.envs.bfcl.tasks import CATEGORIES, Category, Task, load_tasks
+from seal_hub.envs.bfcl.verifier import GroundTruthTrace
+
+
+class BfclSuite:
+    """BFCL v3 multi-turn: tasks by id, and episodes on them."""
+
+    name = "bfcl"
+
+    def __init__(self, tasks: dict[str, Task] | None = None, categories: tuple[Category, ...] = CATEGORIES) -> None:
+        self.tasks: dict[str, Task] = tasks if tasks is not None else load_tasks(categories)
+        self._traces: dict[str, GroundTruthTrace] = {}
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self.tasks)
+
+    def task(self, task_id: str) -> Task:
+        try:
+            return self.tasks[task_id]
+        except KeyError:
+            raise KeyError(
+                f"no BFCL multi-turn task {task_id!r}; ids look like 'multi_turn_base_0' ({len(self.tasks)} loaded)"
+            ) from None
+
+    def select(self, task_ids: Iterable[str]) -> list[Task]:
+        """Tasks for the given ids, in that order; every unknown id is named in one error."""
+        ids = list(task_ids)
+        unknown = [task_id for task_id in ids if task_id not in self.tasks]
+        if unknown:
+            shown = ", ".join(unknown[:5]) + (f" and {len(unknown) - 5} more" if len(unknown) > 5 else "")
+            raise KeyError(f"{len(unknown)} task id(s) not in the BFCL suite: {shown}")
+        return [self.tasks[task_id] for task_id in ids]
+
+    def ground_truth(self, task: Task | str) -> GroundTruthTrace:
+        """The task's ground-truth trace, computed once."""
+        task = self.task(task) if isinstance(task, str) else task
+        trace = self._traces.get(task.id)
+        if trace is None:
+            trace = GroundTruthTrace.compute(task)
+            with self._lock:
+                trace = self._traces.setdefault(task.id, trace)
+        return trace
+
+    def episode(self, task: Task | str, config: EpisodeConfig | None = None) -> Episode:
+        """A new, isolated episode of `task` (call `reset()` to start it)."""
+        task = self.task(task) if isinstance(task, str) else task
+        return Episode(task, self.ground_truth(task), config)

@@ -1,0 +1,144 @@
+"""Per-turn verification by execution, with the semantics of bfcl-eval's `multi_turn_checker`.
+
+For every user turn whose ground truth makes calls, bfcl-eval's checker asks, in this order:
+1. did the model make any call this turn (else `multi_turn:empty_turn_model_response`);
+2. does every API instance's public state equal the state after the ground-truth calls
+   (else `multi_turn:instance_state_mismatch`);
+3. are this turn's ground-truth execution outputs all found, as a multiset, among *all* the model's outputs
+   so far (else `multi_turn:execution_response_mismatch`).
+Turns whose ground truth makes no call are not checked by bfcl-eval 2026.3.23 (its
+`multi_turn_irrelevance_checker` exists but is not wired into `eval_runner`); `strict_abstention=True` applies
+that checker's rule too (`multi_turn:irrelevance_error:decoder_success`). The reward is 1 only if every turn
+passes. Unlike the official checker, which stops at the first failing turn, every turn gets a verdict (the
+diagnosis labels every turn); the episode's verdict and first error type are the official ones.
+
+The ground truth is deterministic, so its per-turn outputs and states are computed once per task
+(`GroundTruthTrace`) and shared read-only by every rollout of that task; the official path re-executes the
+ground truth at every check.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections import Counter
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any
+
+from seal_hub.envs.bfcl.execution import execute, instantiate
+from seal_hub.envs.bfcl.tasks import Task
+from seal_hub.envs.bfcl.tools import Tool, class_tools
+
+EMPTY_TURN = "multi_turn:empty_turn_model_response"
+STATE_MISMATCH = "multi_turn:instance_state_mismatch"
+RESPONSE_MISMATCH = "multi_turn:execution_response_mismatch"
+IRRELEVANCE = "multi_turn:irrelevance_error:decoder_success"
+FORCE_TERMINATED = "multi_turn:force_terminated"
+_MISSING = object()
+
+
+def public_state(instance: Any) -> dict[str, Any]:
+    """The attributes bfcl-eval compares: every instance attribute not starting with `_`."""
+    return {key: value for key, value in vars(instance).items() if not key.startswith("_")}
+
+
+@dataclass(frozen=True)
+class TurnTruth:
+    """The ground truth after one turn: its calls' outputs and a snapshot of every instance's public state."""
+
+    outputs: tuple[str, ...]
+    state: MappingProxyType[str, MappingProxyType[str, Any]]
+
+
+@dataclass(frozen=True, eq=False)
+class GroundTruthTrace:
+    task_id: str
+    turns: tuple[TurnTruth, ...]
+
+    @classmethod
+    def compute(cls, task: Task) -> GroundTruthTrace:
+        """Execute the task's ground truth once on fresh instances, snapshotting each turn."""
+        tools: dict[str, Tool] = {t.name: t for c in task.involved_classes for t in class_tools(c)}
+        instances = instantiate(task)
+        turns = []
+        for calls in task.ground_truth:
+            outputs = tuple(execute(instances, tools[call.name], call.arguments)[0] for call in calls)
+            state = {
+                name: MappingProxyType(copy.deepcopy(public_state(instance))) for name, instance in instances.items()
+            }
+            turns.append(TurnTruth(outputs, MappingProxyType(state)))
+        return cls(task.id, tuple(turns))
+
+
+@dataclass(frozen=True)
+class TurnVerdict:
+    turn: int
+    expects_calls: bool
+    model_calls: int  # structured calls the model attempted this turn (unparseable text not counted)
+    passed: bool
+    error_type: str | None = None
+    state_differences: tuple[str, ...] = ()  # "Class.attribute" that differ from the ground truth
+    missing_outputs: tuple[str, ...] = ()  # ground-truth outputs the model's outputs do not cover
+
+
+@dataclass(frozen=True)
+class EpisodeVerdict:
+    turns: tuple[TurnVerdict, ...]
+    num_turns: int
+    force_terminated: bool = False
+
+    @property
+    def passed(self) -> bool:
+        return not self.force_terminated and len(self.turns) == self.num_turns and all(t.passed for t in self.turns)
+
+    @property
+    def reward(self) -> float:
+        return 1.0 if self.passed else 0.0
+
+    @property
+    def error_type(self) -> str | None:
+        """The error type bfcl-eval reports for this episode (its first failing turn), None if it passes."""
+        if self.force_terminated:
+            return FORCE_TERMINATED
+        failed = next((t for t in self.turns if not t.passed), None)
+        return failed.error_type if failed else None
+
+    @property
+    def first_failed_turn(self) -> int | None:
+        return next((t.turn for t in self.turns if not t.passed), None)
+
+
+def check_turn(
+    turn: int,
+    truth: TurnTruth,
+    expects_calls: bool,
+    instances: dict[str, Any],
+    all_outputs: list[str],
+    model_calls: int,
+    strict_abstention: bool = False,
+) -> TurnVerdict:
+    """Verify one finished turn against its ground truth (see the module docstring for the order)."""
+    if not expects_calls:
+        if strict_abstention and model_calls > 0:
+            return TurnVerdict(turn, False, model_calls, False, IRRELEVANCE)
+        return TurnVerdict(turn, False, model_calls, True)
+    if model_calls == 0:
+        return TurnVerdict(turn, True, 0, False, EMPTY_TURN)
+    differences = tuple(
+        f"{class_name}.{attribute}"
+        for class_name, truth_state in truth.state.items()
+        for attribute, value in truth_state.items()
+        if getattr(instances[class_name], attribute, _MISSING) != value
+    )
+    if differences:
+        return TurnVerdict(turn, True, model_calls, False, STATE_MISMATCH, state_differences=differences)
+    available = Counter(all_outputs)
+    missing = []
+    for output in truth.outputs:
+        if available[output] > 0:
+            available[output] -= 1
+        else:
+            missing.append(output)
+    if missing:
+        return TurnVerdict(turn, True, model_calls, False, RESPONSE_MISMATCH, missing_outputs=tuple(missing))
+    return TurnVerdict(turn, True, model_calls, True)
