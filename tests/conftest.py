@@ -1,0 +1,23 @@
+"""Shared fixtures. Tests run offline: nothing here may reach a network."""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+from pathlib import Path  # noqa: E402
+
+import pytest  # noqa: E402
+
+SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+PAPER_SPLIT = SHARED_DATA / "bfcl_400_split.json"
+
+
+@pytest.fixture(scope="session")
+def suite():
+    from seal_hub.envs.bfcl import BfclSuite
+
+    return BfclSuite()
