@@ -129,7 +129,7 @@ def test_a_tool_error_payload_is_classified(suite):
 
 def test_a_1mb_string_argument(suite):
     episode, result = run_one(suite, ToolCall("mkdir", {"dir_name": "x" * 1_000_000}))
-    assert_refused(suite, episode, result, ErrorKind.ARGUMENT_TOO_LARGE, FS_TASK, "the limit is 65536")
+    assert_refused(suite, episode, result, ErrorKind.ARGUMENT_TOO_LARGE, FS_TASK, "longer than 65536 characters")
     assert len(result.content) < 200
 
 

@@ -116,6 +116,7 @@ class Episode:
             for name, tool in self._all_tools.items()
             if name not in withheld and name not in self.task.excluded_functions
         }
+        self._schemas: tuple[dict[str, Any], ...] | None = None
         self._turn = 0
         self._turns: list[_Turn] = [_Turn(0)]
         self._verdicts: list[TurnVerdict] = []
@@ -166,7 +167,9 @@ class Episode:
     @property
     def tools(self) -> tuple[dict[str, Any], ...]:
         """JSON-schema tools visible at the current turn."""
-        return tuple(tool.schema for tool in self._visible.values())
+        if self._schemas is None:
+            self._schemas = tuple(tool.schema for tool in self._visible.values())
+        return self._schemas
 
     @property
     def visible_tools(self) -> tuple[Tool, ...]:
@@ -200,6 +203,8 @@ class Episode:
         for name in names:
             if name in self._all_tools:
                 self._visible[name] = self._all_tools[name]
+        if names:
+            self._schemas = None
         return bool(names)
 
     def _end_turn(self) -> StepResult:

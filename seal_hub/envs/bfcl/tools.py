@@ -145,6 +145,27 @@ def _type_error(value: Any, schema: dict[str, Any], where: str) -> str | None:
     return None
 
 
+def _size_over(value: Any, budget: int) -> bool:
+    """Whether the JSON form of `value` is (about) longer than `budget`; stops as soon as it is."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            budget -= len(item) + 2
+        elif isinstance(item, dict):
+            budget -= 2 + 4 * len(item)
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list | tuple):
+            budget -= 2 + 2 * len(item)
+            stack.extend(item)
+        else:
+            budget -= 8
+        if budget < 0:
+            return True
+    return False
+
+
 def decode_arguments(arguments: Any) -> tuple[dict[str, Any] | None, str | None]:
     """Arguments as a dict, decoding a JSON string; `(None, message)` when they are not a JSON object."""
     if isinstance(arguments, str):
@@ -163,12 +184,8 @@ def validate_arguments(
     tool: Tool, arguments: dict[str, Any], max_chars: int = DEFAULT_MAX_ARGUMENT_CHARS
 ) -> tuple[ErrorKind, str] | None:
     """Check decoded arguments against the tool's doc; `(kind, message)` on the first problem, else None."""
-    try:
-        size = len(json.dumps(arguments, ensure_ascii=False, default=str))
-    except (ValueError, RecursionError):
-        return ErrorKind.WRONG_TYPE, "arguments could not be serialised as JSON"
-    if size > max_chars:
-        return ErrorKind.ARGUMENT_TOO_LARGE, f"arguments are {size} characters long; the limit is {max_chars}"
+    if _size_over(arguments, max_chars):
+        return ErrorKind.ARGUMENT_TOO_LARGE, f"arguments are longer than {max_chars} characters, the limit"
     properties = tool.properties
     unexpected = [key for key in arguments if key not in properties]
     if unexpected:
