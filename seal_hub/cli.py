@@ -79,9 +79,10 @@ def _rollout(args: argparse.Namespace) -> int:
     )
 
     suite, tasks = _suite_tasks(args)
-    tasks = tasks[: args.limit] if args.limit else tasks
-    if not tasks:
-        raise ValueError("no tasks selected: check --split, --split-file and --limit")
+    if args.limit is not None:
+        if args.limit < 1:
+            raise ValueError(f"--limit must be >= 1, got {args.limit}")
+        tasks = tasks[: args.limit]
     model, tokenizer, policy = _policy(args.model)
     config = RolloutConfig(
         num_generations=args.num_generations,

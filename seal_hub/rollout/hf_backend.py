@@ -7,7 +7,8 @@ a task and every step of an episode), and an episode only ever appends to its to
   `max_prefixes` entries); extending it never mutates it (`torch.cat` makes new tensors: copy-on-extend);
 - each episode keeps the cache of everything it has seen, so a step only prefills the new environment tokens;
 - the decode loop runs every live episode at once: caches left-padded to a common length, an attention mask
-  hiding the padding, and explicit position ids so each row keeps its true positions (RoPE);
+  hiding the padding, and explicit position ids so each row keeps its true positions (RoPE); the batch cache
+  is one buffer reserved for the whole loop, so each decoded token is written in place, not re-concatenated;
 - finished rows leave the batch as soon as they end, and their caches are kept for their next step.
 
 Not covered: speculative decoding, paged attention, or multi-GPU inference (use the vLLM backend there).
@@ -21,6 +22,7 @@ from dataclasses import dataclass
 
 import torch
 from transformers import DynamicCache
+from transformers.cache_utils import DynamicLayer
 
 from seal_hub.rollout.backend import Generation, GenerationRequest, SamplingConfig
 
@@ -38,6 +40,52 @@ def _slice(kv: KV | None, start: int, stop: int | None = None, rows: slice | tor
         return None
     sel = slice(None) if rows is None else rows
     return tuple((k[sel, :, start:stop], v[sel, :, start:stop]) for k, v in kv)
+
+
+class _ReservedLayer(DynamicLayer):
+    """A cache layer in a buffer reserved up front: appending a token writes in place instead of re-copying
+    the whole cache (`DynamicLayer` concatenates, which costs O(length) per decoded token)."""
+
+    def __init__(self, keys: torch.Tensor, values: torch.Tensor, capacity: int) -> None:
+        super().__init__()
+        batch, heads, length, dim = keys.shape
+        self._keys = keys.new_empty((batch, heads, max(capacity, length), dim))
+        self._values = values.new_empty((batch, values.shape[1], max(capacity, length), values.shape[3]))
+        self._keys[:, :, :length] = keys
+        self._values[:, :, :length] = values
+        self._length = length
+        self.dtype, self.device = keys.dtype, keys.device
+        self.is_initialized = True
+        self._refresh()
+
+    def _refresh(self) -> None:
+        self.keys = self._keys[:, :, : self._length]
+        self.values = self._values[:, :, : self._length]
+
+    def update(self, key_states: torch.Tensor, value_states: torch.Tensor, *args, **kwargs):
+        end = self._length + key_states.shape[-2]
+        if end > self._keys.shape[2]:  # out of room: grow by doubling (rare: capacity covers the decode loop)
+            self._keys = torch.cat([self._keys, torch.empty_like(self._keys)], dim=2)
+            self._values = torch.cat([self._values, torch.empty_like(self._values)], dim=2)
+            return self.update(key_states, value_states)
+        self._keys[:, :, self._length : end] = key_states
+        self._values[:, :, self._length : end] = value_states
+        self._length = end
+        self._refresh()
+        return self.keys, self.values
+
+    def get_seq_length(self) -> int:
+        return self._length
+
+    def batch_select_indices(self, indices: torch.Tensor) -> None:
+        self._keys, self._values = self._keys[indices], self._values[indices]
+        self._refresh()
+
+
+def _reserved_cache(kv: KV, capacity: int) -> DynamicCache:
+    cache = DynamicCache()
+    cache.layers = [_ReservedLayer(k, v, capacity) for k, v in kv]
+    return cache
 
 
 def _cache(kv: KV | None) -> DynamicCache:
@@ -83,7 +131,12 @@ class HFBackend:
     def _forward(self, input_ids: torch.Tensor, cache: DynamicCache, mask: torch.Tensor, positions: torch.Tensor):
         """One forward pass that extends `cache` in place; returns the last position's logits."""
         out = self.model(
-            input_ids=input_ids, attention_mask=mask, position_ids=positions, past_key_values=cache, use_cache=True
+            input_ids=input_ids,
+            attention_mask=mask,
+            position_ids=positions,
+            past_key_values=cache,
+            use_cache=True,
+            logits_to_keep=1,  # a prefill needs the last position's logits only, not a [tokens x vocab] matrix
         )
         return out.logits[:, -1, :].float()
 
@@ -186,7 +239,8 @@ class HFBackend:
         generated: list[list[int]] = [[] for _ in requests]
         logprobs: list[list[float]] = [[] for _ in requests]
         finished = [False] * len(requests)
-        cache = _cache(kv)  # one cache object for the whole loop: each step appends to it in place
+        # one cache for the whole loop, with room reserved for every token it will decode
+        cache = _reserved_cache(kv, width + max(limits) + 1) if kv is not None else _cache(None)
         while rows:
             mask = torch.cat([mask, torch.ones((len(rows), 1), dtype=torch.long, device=device)], dim=1)
             logits = self._forward(inputs[:, None], cache, mask, positions[:, None])
