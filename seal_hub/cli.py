@@ -113,6 +113,33 @@ def _rollout(args: argparse.Namespace) -> int:
     return 0
 
 
+def _diagnose(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from seal_hub.diagnosis import DEFAULT_RHO, FailureProfile, Label, diagnose
+    from seal_hub.envs.bfcl import BfclSuite
+    from seal_hub.rollout import read_trajectories
+
+    root = Path(args.traj_dir)
+    files = sorted(root.rglob("*.parquet")) if root.is_dir() else [root]
+    if not files or not files[0].exists():
+        raise FileNotFoundError(f"no trajectory Parquet files under {root} (seal-hub rollout writes them)")
+    trajectories = [t for path in files for t in read_trajectories(path)]
+    suite = BfclSuite()
+    diagnoses = [diagnose(t, suite.task(t.task_id)) for t in trajectories]
+    profile = FailureProfile.of(diagnoses)
+    print(f"{len(trajectories)} rollouts, {profile.turns} labelled turns, from {len(files)} file(s)")
+    print(f"{'label':<20} {'turns':>6} {'prevalence':>11} {'mean reward':>12} {'rho':>6}")
+    for label in Label:
+        stats = profile.get(label)
+        rho = DEFAULT_RHO[label]
+        print(f"{label:<20} {stats.count:>6} {stats.prevalence:>11.3f} {stats.mean_reward:>12.3f} {rho:>6.2f}")
+    weights = [d.weight() for d in diagnoses]
+    mean_reward = sum(t.reward for t in trajectories) / len(trajectories)
+    print(f"mean reward {mean_reward:.3f}  mean weight {sum(weights) / len(weights):.3f}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="seal-hub", description="SEAL: co-evolving tool-use agents and environments")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -139,6 +166,10 @@ def build_parser() -> argparse.ArgumentParser:
     rollout.add_argument("--parser", choices=["hermes", "llama3", "pythonic"], default="hermes")
     rollout.add_argument("--seed", type=int, default=0, help="sampling seed (and stratified-split seed)")
     rollout.set_defaults(handler=_rollout)
+
+    diagnose = commands.add_parser("diagnose", help="label every turn of trajectories and print the failure profile")
+    diagnose.add_argument("traj_dir", help="a directory of trajectory Parquet files (or one file)")
+    diagnose.set_defaults(handler=_diagnose)
     return parser
 
 

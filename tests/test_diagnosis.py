@@ -1,0 +1,312 @@
+"""Turn labels, rollout weights and batch failure profiles."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+from perturb import KINDS, perturb
+
+from seal_hub.diagnosis import (
+    DEFAULT_RHO,
+    OFFICIAL_ERROR_LABELS,
+    FailureProfile,
+    Label,
+    RolloutDiagnosis,
+    label_turn,
+)
+from seal_hub.envs.bfcl import EpisodeConfig, ground_truth_steps
+from seal_hub.envs.bfcl.official import official_check
+from seal_hub.envs.protocol import Action, ToolCall
+from seal_hub.rollout.records import CallRecord, ParseErrorRecord, ResultRecord, StepRecord, TurnRecord, VerdictRecord
+
+BFCL_PROTOCOL = EpisodeConfig(allow_hidden_tools=True)
+
+
+def replay_turns(suite, task, steps, config=BFCL_PROTOCOL):
+    """Run a trajectory through an episode and return its turns as trajectory records."""
+    episode = suite.episode(task, config)
+    episode.reset()
+    for turn in steps:
+        for calls in turn:
+            if calls and not episode.done:
+                episode.step(Action(tool_calls=tuple(calls)))
+        if not episode.done:
+            episode.step(Action(content="done"))
+    verdict = episode.verdict
+    records = []
+    for index, turn in enumerate(episode.history):
+        step_records = [
+            StepRecord(
+                text=action.content,
+                tool_calls=[CallRecord.of(c) for c in action.tool_calls],
+                parse_errors=[ParseErrorRecord(kind=e.kind, message=e.message) for e in action.parse_errors],
+                results=[
+                    ResultRecord(content=r.content, error_kind=r.error_kind, executed=r.executed, note=r.note)
+                    for r in results
+                ],
+            )
+            for action, results in turn.steps
+        ]
+        v = verdict.turns[index] if index < len(verdict.turns) else None
+        records.append(
+            TurnRecord(
+                index=index,
+                steps=step_records,
+                verdict=None
+                if v is None
+                else VerdictRecord(
+                    passed=v.passed,
+                    expects_calls=v.expects_calls,
+                    model_calls=v.model_calls,
+                    error_type=v.error_type,
+                    state_differences=list(v.state_differences),
+                    missing_outputs=list(v.missing_outputs),
+                ),
+            )
+        )
+    return records, verdict
+
+
+def labels_of(suite, task, steps, **kw):
+    from seal_hub.diagnosis import _class_of
+
+    records, verdict = replay_turns(suite, task, steps, **kw)
+    owner = _class_of(task)
+    return [label_turn(r, task.ground_truth[r.index], owner) for r in records], verdict
+
+
+def test_every_ground_truth_turn_is_labelled_a_success(suite):
+    """All 800 replays: turns with calls are `pass`, turns without are `correct_abstention`."""
+    seen = set()
+    for task in suite.tasks.values():
+        labels, verdict = labels_of(suite, task, ground_truth_steps(task))
+        expected = [Label.PASS if calls else Label.CORRECT_ABSTENTION for calls in task.ground_truth]
+        assert labels == expected, task.id
+        seen.update(labels)
+    assert seen == {Label.PASS, Label.CORRECT_ABSTENTION}
+
+
+def test_labels_agree_with_the_official_error_type(suite):
+    rng = random.Random(5)
+    checked = 0
+    by_type: dict[str, set] = {}
+    for kind in KINDS:
+        for task in rng.sample(list(suite.tasks.values()), 60):
+            steps = perturb(task, kind, rng)
+            if steps is None:
+                continue
+            official = official_check(task, steps)
+            labels, verdict = labels_of(suite, task, steps)
+            if official["valid"]:
+                continue
+            label = labels[verdict.first_failed_turn]
+            assert label in OFFICIAL_ERROR_LABELS[official["error_type"]], (
+                task.id,
+                kind,
+                official["error_type"],
+                label,
+            )
+            by_type.setdefault(official["error_type"], set()).add(label)
+            checked += 1
+    assert checked >= 100
+    assert set(by_type) == {
+        "multi_turn:empty_turn_model_response",
+        "multi_turn:instance_state_mismatch",
+        "multi_turn:execution_response_mismatch",
+    }
+
+
+# ----- one hand-built trajectory per label -----
+
+TASK = "multi_turn_base_0"  # turn 0 ground truth: cd(folder='document'), mkdir(dir_name='temp'), mv(...)
+
+
+def turn(steps, verdict) -> TurnRecord:
+    return TurnRecord(index=0, steps=steps, verdict=verdict)
+
+
+def step(calls=(), results=(), parse_errors=()) -> StepRecord:
+    return StepRecord(
+        text="",
+        tool_calls=[CallRecord(name=n, arguments=json.dumps(a)) for n, a in calls],
+        results=[ResultRecord(content=c, error_kind=k, executed=e) for c, k, e in results],
+        parse_errors=[ParseErrorRecord(kind=k, message="m") for k in parse_errors],
+    )
+
+
+def fail(error_type, model_calls=1, expects=True):
+    return VerdictRecord(passed=False, expects_calls=expects, model_calls=model_calls, error_type=error_type)
+
+
+STATE = "multi_turn:instance_state_mismatch"
+RESPONSE = "multi_turn:execution_response_mismatch"
+
+
+@pytest.mark.parametrize(
+    ("record", "truth", "expected"),
+    [
+        (
+            turn(
+                [step([("ls", {})], [("{}", None, True)])],
+                VerdictRecord(passed=True, expects_calls=False, model_calls=1),
+            ),
+            (),
+            Label.SPURIOUS_TOOL_CALL,
+        ),
+        (turn([step()], VerdictRecord(passed=True, expects_calls=False, model_calls=0)), (), Label.CORRECT_ABSTENTION),
+        (turn([step()], fail("multi_turn:empty_turn_model_response", 0)), "gt", Label.MISSING_TOOL_CALL),
+        (
+            turn([step(parse_errors=["invalid_json"])], fail("multi_turn:empty_turn_model_response", 0)),
+            "gt",
+            Label.INVALID_TOOL_CALL,
+        ),
+        (
+            turn([step([("cd", {"folder": 1})], [("x", "wrong_type", True)])], fail(STATE)),
+            "gt",
+            Label.INVALID_TOOL_CALL,
+        ),
+        (turn([step([("nope", {})], [("Error", "unknown_tool", False)])], fail(STATE)), "gt", Label.INVALID_TOOL_CALL),
+        (
+            turn(
+                [
+                    step(
+                        [
+                            ("cd", {"folder": "document"}),
+                            ("mkdir", {"dir_name": "tmp"}),
+                            ("mv", {"source": "final_report.pdf", "destination": "temp"}),
+                        ],
+                        [("{}", None, True)] * 3,
+                    )
+                ],
+                fail(STATE),
+            ),
+            "gt",
+            Label.ARGUMENT_MISMATCH,
+        ),
+        (
+            turn([step([("post_tweet", {"content": "hi"})], [("{}", None, True)])], fail(STATE)),
+            "gt",
+            Label.INSTANCE_MISMATCH,
+        ),
+        (
+            turn([step([("cd", {"folder": "document"})], [("{}", None, True)])], fail(STATE)),
+            "gt",
+            Label.STATE_MISMATCH,
+        ),
+        (
+            turn([step([("cd", {"folder": "nowhere"})], [('{"error": "cd: no"}', "bad_path", True)])], fail(RESPONSE)),
+            "gt",
+            Label.RECOVERY_FAILURE,
+        ),
+        (
+            turn(
+                [
+                    step([("cd", {"folder": "x"})], [('{"error": "no"}', "bad_path", True)]),
+                    step([("cd", {"folder": "document"})], [("{}", None, True)]),
+                ],
+                fail(RESPONSE),
+            ),
+            "gt",
+            Label.RESPONSE_MISMATCH,
+        ),
+        (
+            turn(
+                [step([("cd", {"folder": "document"})], [("{}", None, True)])],
+                VerdictRecord(passed=True, expects_calls=True, model_calls=1),
+            ),
+            "gt",
+            Label.PASS,
+        ),
+        (TurnRecord(index=0, steps=[], verdict=None), "gt", None),
+    ],
+    ids=[
+        "spurious",
+        "abstention",
+        "missing",
+        "invalid_parse",
+        "invalid_type",
+        "invalid_unknown",
+        "argument",
+        "instance",
+        "state",
+        "recovery",
+        "repaired_then_response",
+        "pass",
+        "unverified",
+    ],
+)
+def test_hand_built_turns_get_their_label(suite, record, truth, expected):
+    from seal_hub.diagnosis import _class_of
+
+    task = suite.task(TASK)
+    calls = task.ground_truth[0] if truth == "gt" else ()
+    assert label_turn(record, calls, _class_of(task)) == expected
+
+
+def test_every_label_is_covered_by_the_hand_built_cases():
+    covered = {
+        Label.SPURIOUS_TOOL_CALL,
+        Label.CORRECT_ABSTENTION,
+        Label.MISSING_TOOL_CALL,
+        Label.INVALID_TOOL_CALL,
+        Label.ARGUMENT_MISMATCH,
+        Label.INSTANCE_MISMATCH,
+        Label.STATE_MISMATCH,
+        Label.RECOVERY_FAILURE,
+        Label.RESPONSE_MISMATCH,
+        Label.PASS,
+    }
+    assert covered == set(Label)
+
+
+def test_real_episode_labels(suite):
+    """Labels from real executions: a withheld tool is invalid; doing nothing where calls are due is missing."""
+    task = suite.task("multi_turn_miss_func_0")
+    steps = ground_truth_steps(task)
+    steps[0] = [[ToolCall("sort", {"file_name": "final_report.pdf"})]]  # 'sort' is withheld until turn 3
+    labels, _ = labels_of(suite, task, steps, config=EpisodeConfig())
+    assert labels[0] == Label.INVALID_TOOL_CALL
+    steps = ground_truth_steps(task)
+    steps[1] = []
+    labels, _ = labels_of(suite, task, steps)
+    assert labels[0] == Label.PASS and labels[1] == Label.MISSING_TOOL_CALL
+
+
+def test_weight_follows_the_formula():
+    d = RolloutDiagnosis(
+        "t", 0.0, (Label.MISSING_TOOL_CALL, Label.MISSING_TOOL_CALL, Label.PASS, Label.SPURIOUS_TOOL_CALL, None)
+    )
+    assert d.profile == {Label.MISSING_TOOL_CALL: 0.5, Label.PASS: 0.25, Label.SPURIOUS_TOOL_CALL: 0.25}
+    assert d.weight() == pytest.approx(0.5 * 1.5 + 0.25 * 1.0 + 0.25 * 2.0)  # 1.5
+    assert RolloutDiagnosis("t", 0.0, (Label.INSTANCE_MISMATCH,)).weight() == pytest.approx(0.6)
+    assert (
+        RolloutDiagnosis("t", 0.0, (Label.SPURIOUS_TOOL_CALL,)).weight(
+            dict(DEFAULT_RHO) | {Label.SPURIOUS_TOOL_CALL: 3.0}
+        )
+        == 2.0
+    )  # clipped above
+    assert (
+        RolloutDiagnosis("t", 0.0, (Label.INSTANCE_MISMATCH,)).weight(
+            dict(DEFAULT_RHO) | {Label.INSTANCE_MISMATCH: 0.1}
+        )
+        == 0.5
+    )  # clipped below
+    assert RolloutDiagnosis("t", 1.0, (None, None)).weight() == 1.0  # nothing labelled: neutral
+
+
+def test_failure_profile_numbers():
+    diagnoses = [
+        RolloutDiagnosis("a", 0.0, (Label.MISSING_TOOL_CALL, Label.MISSING_TOOL_CALL, Label.PASS)),
+        RolloutDiagnosis("b", 1.0, (Label.PASS, Label.CORRECT_ABSTENTION)),
+        RolloutDiagnosis("c", 0.0, (Label.MISSING_TOOL_CALL, None)),
+    ]
+    profile = FailureProfile.of(diagnoses)
+    assert profile.rollouts == 3 and profile.turns == 6
+    missing = profile.get(Label.MISSING_TOOL_CALL)
+    assert (missing.count, missing.prevalence, missing.mean_reward) == (3, 0.5, 0.0)
+    passing = profile.get(Label.PASS)
+    assert (passing.count, passing.prevalence, passing.mean_reward) == (2, pytest.approx(1 / 3), 0.5)
+    assert profile.get(Label.STATE_MISMATCH).count == 0
+    assert FailureProfile.from_dict(json.loads(json.dumps(profile.to_dict()))) == profile
