@@ -56,3 +56,54 @@ def test_rollout_cli_user_errors_are_one_line(tmp_path, capsys, monkeypatch, arg
     code = main(["rollout", "--model", "tiny", "--out", str(tmp_path / "out"), "--no-progress", *argv])
     err = capsys.readouterr().err
     assert code == 2 and message in err and "Traceback" not in err
+
+
+def test_diagnose_cli_prints_the_label_table(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("SEAL_HUB_CACHE", str(tmp_path / "cache"))
+    out = tmp_path / "run"
+    assert (
+        main(
+            [
+                "rollout",
+                "--model",
+                "tiny",
+                "--split",
+                "test",
+                "--split-file",
+                str(PAPER_SPLIT),
+                "--limit",
+                "2",
+                "--max-new-tokens",
+                "4",
+                "--out",
+                str(out),
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
+    capsys.readouterr()
+    assert main(["diagnose", str(out)]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert lines[0].startswith("2 rollouts, ") and "labelled turns, from 1 file(s)" in lines[0]
+    table = {line.split()[0]: line.split()[1:] for line in lines[2:-1]}
+    assert set(table) == {
+        "spurious_tool_call",
+        "correct_abstention",
+        "missing_tool_call",
+        "invalid_tool_call",
+        "argument_mismatch",
+        "recovery_failure",
+        "instance_mismatch",
+        "state_mismatch",
+        "response_mismatch",
+        "pass",
+    }
+    labelled = int(lines[0].split(", ")[1].split()[0])
+    assert sum(int(row[0]) for row in table.values()) == labelled > 0
+    assert lines[-1].startswith("mean reward 0.000  mean weight ")
+
+
+def test_diagnose_cli_without_trajectories_is_a_one_line_error(tmp_path, capsys):
+    assert main(["diagnose", str(tmp_path)]) == 2
+    assert "no trajectory Parquet files" in capsys.readouterr().err
