@@ -110,6 +110,7 @@ def _rollout(args: argparse.Namespace) -> int:
         f"({steps / episodes:.1f}/episode)  truncated {truncated}  generated tokens {tokens} "
         f"({tokens / seconds:.1f} tokens/s over {seconds:.1f} s)"
     )
+    print(f"KV cache: {backend.reused_tokens} prompt tokens reused, {backend.prefilled_tokens} prefilled")
     return 0
 
 
@@ -137,6 +138,54 @@ def _diagnose(args: argparse.Namespace) -> int:
     weights = [d.weight() for d in diagnoses]
     mean_reward = sum(t.reward for t in trajectories) / len(trajectories)
     print(f"mean reward {mean_reward:.3f}  mean weight {sum(weights) / len(weights):.3f}")
+    return 0
+
+
+def _describe_snapshot(snapshot) -> list[str]:
+    """An interface snapshot as readable lines: identity, components, rho, cause."""
+    s, on = snapshot, {True: "on", False: "off"}
+    cues, feedback, guides = s.schema_cues, s.recovery_feedback, s.capability_guidelines
+    names = ("mark_required", "enum_values", "type_hints")
+    settings = ", ".join(f"{name} {on[getattr(cues, name)]}" for name in names)
+    train_only = "yes" if s.train_only else "no"
+    lines = [
+        f"interface {s.version}  parent {s.parent or 'none'}  suite {s.suite}  train-only {train_only}",
+        f"content hash {s.content_hash}",
+        f"created {s.created_at}",
+        f"schema cues: {on[cues.enabled]} ({settings})",
+        *([f"  note: {cues.note}"] if cues.note else []),
+        f"recovery feedback: {on[feedback.enabled]}, {len(feedback.hints)} hint(s)",
+        *(f"  hint [{kind}]: {text}" for kind, text in feedback.hints.items()),
+        f"capability guidelines: {on[guides.enabled]}, {len(guides.lines)} line(s)",
+        *(f"  guideline [{line.label}]: {line.text}" for line in guides.lines),
+        "rho:",
+        *(f"  {label:<20} {value:.3f}" for label, value in s.rho.items()),
+    ]
+    if s.cause is None:
+        return [*lines, "cause: none (null interface or made by hand)"]
+    profile = s.cause.profile
+    lines.append(f"cause: failure profile of {profile.rollouts} rollouts, {profile.turns} labelled turns")
+    lines += [
+        f"  {label:<20} count {st.count:>5}  prevalence {st.prevalence:.3f}  mean reward {st.mean_reward:.3f}"
+        for label, st in profile.labels.items()
+    ]
+    return [*lines, *(f"  rule: {rule}" for rule in s.cause.rules)]
+
+
+def _interface_show(args: argparse.Namespace) -> int:
+    from seal_hub.interface import load_snapshot
+
+    print("\n".join(_describe_snapshot(load_snapshot(args.snapshot))))
+    return 0
+
+
+def _interface_diff(args: argparse.Namespace) -> int:
+    from seal_hub.interface import diff, load_snapshot
+
+    a, b = load_snapshot(args.a), load_snapshot(args.b)
+    print(f"--- {args.a} ({a.version}, {a.content_hash[:12]})")
+    print(f"+++ {args.b} ({b.version}, {b.content_hash[:12]})")
+    print("\n".join(diff(a, b)) or "no differences")
     return 0
 
 
@@ -170,6 +219,18 @@ def build_parser() -> argparse.ArgumentParser:
     diagnose = commands.add_parser("diagnose", help="label every turn of trajectories and print the failure profile")
     diagnose.add_argument("traj_dir", help="a directory of trajectory Parquet files (or one file)")
     diagnose.set_defaults(handler=_diagnose)
+
+    interface = commands.add_parser("interface", help="learning-interface snapshots").add_subparsers(
+        dest="interface_command", required=True
+    )
+    ref_help = "a snapshot JSON file (Hub references, repo@version, come with the Hub registry)"
+    show = interface.add_parser("show", help="print a snapshot: version, parent, hash, components, rho, cause")
+    show.add_argument("snapshot", metavar="PATH_OR_REF", help=ref_help)
+    show.set_defaults(handler=_interface_show)
+    compare = interface.add_parser("diff", help="what changed from snapshot A to snapshot B")
+    compare.add_argument("a", metavar="A", help=ref_help)
+    compare.add_argument("b", metavar="B", help=ref_help)
+    compare.set_defaults(handler=_interface_diff)
     return parser
 
 

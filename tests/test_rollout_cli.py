@@ -36,8 +36,10 @@ def test_rollout_cli_writes_trajectories_and_a_summary(tmp_path, capsys, monkeyp
     )
     assert code == 0
     printed = capsys.readouterr().out.strip().splitlines()
-    assert printed[-1].startswith("episodes 4  success rate 0.0% (0/4)  steps ")
-    assert "tokens/s" in printed[-1]
+    assert printed[-2].startswith("episodes 4  success rate 0.0% (0/4)  steps ")
+    assert "tokens/s" in printed[-2]
+    reused, prefilled = (int(w) for w in printed[-1].split() if w.isdigit())
+    assert reused > prefilled > 0  # the second rollout of each task reused the first one's prefix
     trajectories = read_trajectories(out / "trajectories.parquet")
     assert [t.task_id for t in trajectories] == ["multi_turn_base_172"] * 2 + ["multi_turn_base_140"] * 2
     assert all(t.policy_id.endswith("tiny-policy") for t in trajectories)
