@@ -33,6 +33,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from datasets import Features, List, Value
+
 from seal_hub.envs.bfcl import Task
 from seal_hub.envs.bfcl.tools import class_tools
 from seal_hub.envs.protocol import ErrorKind
@@ -242,3 +244,34 @@ class FailureProfile:
             for name, v in data.get("labels", {}).items()
         }
         return cls(stats, int(data.get("rollouts", 0)), int(data.get("turns", 0)))
+
+
+DIAGNOSIS_FEATURES = Features(
+    {
+        "task_id": Value("string"),
+        "category": Value("string"),
+        "rollout_index": Value("int32"),
+        "interface_version": Value("string"),
+        "reward": Value("float64"),
+        "labels": List(Value("string")),  # per user turn; null where the turn was never verified
+        "weight": Value("float64"),  # w_j under the rho table used
+    }
+)
+
+
+def diagnosis_rows(
+    trajectories: Sequence[Trajectory], diagnoses: Sequence[RolloutDiagnosis], rho: Mapping[Label, float] = DEFAULT_RHO
+) -> list[dict]:
+    """One row per rollout for the `diagnoses` configuration of a run's dataset (see `DIAGNOSIS_FEATURES`)."""
+    return [
+        {
+            "task_id": t.task_id,
+            "category": t.category,
+            "rollout_index": t.rollout_index,
+            "interface_version": t.interface_version,
+            "reward": t.reward,
+            "labels": [None if label is None else str(label) for label in d.labels],
+            "weight": d.weight(rho),
+        }
+        for t, d in zip(trajectories, diagnoses, strict=True)
+    ]

@@ -310,3 +310,47 @@ def test_failure_profile_numbers():
     assert (passing.count, passing.prevalence, passing.mean_reward) == (2, pytest.approx(1 / 3), 0.5)
     assert profile.get(Label.STATE_MISMATCH).count == 0
     assert FailureProfile.from_dict(json.loads(json.dumps(profile.to_dict()))) == profile
+
+
+def test_diagnosis_rows_fit_their_features(suite, tmp_path):
+    from datasets import Dataset
+
+    from seal_hub.diagnosis import DIAGNOSIS_FEATURES, diagnosis_rows
+    from seal_hub.rollout.records import Trajectory
+
+    trajectory = Trajectory(
+        task_id="multi_turn_base_0",
+        category="base",
+        rollout_index=1,
+        seed=0,
+        policy_id="p",
+        interface_version="v0",
+        messages=[],
+        turns=[],
+        reward=0.0,
+        passed=False,
+        prompt_length=0,
+        token_ids=[],
+        token_mask=[],
+        logprobs=[],
+        num_steps=0,
+        num_generated_tokens=0,
+        generation_seconds=0.0,
+        environment_seconds=0.0,
+        total_seconds=0.0,
+    )
+    d = RolloutDiagnosis("multi_turn_base_0", 0.0, (Label.MISSING_TOOL_CALL, None))
+    rows = diagnosis_rows([trajectory], [d])
+    assert rows == [
+        {
+            "task_id": "multi_turn_base_0",
+            "category": "base",
+            "rollout_index": 1,
+            "interface_version": "v0",
+            "reward": 0.0,
+            "labels": ["missing_tool_call", None],
+            "weight": 1.5,
+        }
+    ]
+    Dataset.from_list(rows, features=DIAGNOSIS_FEATURES).to_parquet(str(tmp_path / "d.parquet"))
+    assert Dataset.from_parquet(str(tmp_path / "d.parquet")).to_list() == rows
