@@ -159,3 +159,18 @@ def test_degenerate_generations_are_recorded_as_what_they_are(suite, tiny, text,
         assert len(trajectory.turns[0].steps) == 2
     else:
         assert trajectory.turns[0].verdict.error_type == "multi_turn:empty_turn_model_response"
+
+
+def test_repeated_tasks_are_separate_episodes_in_input_order(suite, tiny):
+    """A trainer hands over each prompt repeated once per generation: each entry is its own rollout."""
+    _, tokenizer = tiny
+    backend = ScriptedBackend(tokenizer, lambda *_: "Done.")
+    tasks = suite.select([TASKS[0], TASKS[0], TASKS[1], TASKS[1]])
+    trajectories = engine(backend, tokenizer, suite, sampling=LONG).run(tasks)
+    assert [(t.task_id, t.rollout_index) for t in trajectories] == [
+        (TASKS[0], 0),
+        (TASKS[0], 1),
+        (TASKS[1], 0),
+        (TASKS[1], 1),
+    ]
+    assert len(set(backend.released)) == 4

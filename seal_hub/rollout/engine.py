@@ -278,32 +278,40 @@ class RolloutEngine:
     def run(
         self, tasks: Sequence[Task], progress: bool = False, on_trajectory: Callable[[Trajectory], None] | None = None
     ) -> list[Trajectory]:
-        """Roll out every task `num_generations` times; trajectories come back task by task, in input order."""
-        queue = deque((task, index) for task in tasks for index in range(self.config.num_generations))
-        total = len(queue)
-        live: list[_Live] = []
-        finished: dict[tuple[str, int], Trajectory] = {}
-        bar = tqdm(total=total, desc="rollouts", unit="episode", disable=not progress)
+        """Roll out every task `num_generations` times; trajectories come back in input order.
+
+        A task may appear several times (a trainer passes each prompt repeated once per generation): every
+        entry is its own episode, and `rollout_index` counts the entries of the same task.
+        """
+        seen: dict[str, int] = {}
+        queue: deque[tuple[int, Task, int]] = deque()
+        for task in tasks:
+            for _ in range(self.config.num_generations):
+                index = seen.get(task.id, 0)
+                seen[task.id] = index + 1
+                queue.append((len(queue), task, index))
+        results: list[Trajectory | None] = [None] * len(queue)
+        live: list[tuple[int, _Live]] = []
+        bar = tqdm(total=len(queue), desc="rollouts", unit="episode", disable=not progress)
         try:
             while queue or live:
                 while queue and len(live) < self.config.max_live_episodes:
-                    task, index = queue.popleft()
-                    live.append(_Live(self, task, index, f"{task.id}#{index}#{next(self._sessions)}"))
-                waiting = [episode for episode in live if not episode.done]
+                    position, task, index = queue.popleft()
+                    live.append((position, _Live(self, task, index, f"{task.id}#{index}#{next(self._sessions)}")))
+                waiting = [episode for _, episode in live if not episode.done]
                 if waiting:
                     start = time.perf_counter()
                     generations = self.backend.generate([e.request() for e in waiting], self.config.sampling)
                     seconds = time.perf_counter() - start
                     for episode, generation in zip(waiting, generations, strict=True):
                         episode.apply(generation, seconds)
-                for episode in [e for e in live if e.done]:
-                    live.remove(episode)
+                for position, episode in [item for item in live if item[1].done]:
+                    live.remove((position, episode))
                     self.backend.release(episode.session)
-                    trajectory = episode.trajectory()
-                    finished[(episode.task.id, episode.index)] = trajectory
+                    results[position] = trajectory = episode.trajectory()
                     if on_trajectory is not None:
                         on_trajectory(trajectory)
                     bar.update(1)
         finally:
             bar.close()
-        return [finished[(t.id, i)] for t in tasks for i in range(self.config.num_generations)]
+        return results
