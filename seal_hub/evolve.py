@@ -1,0 +1,311 @@
+"""Interface evolution and the closed-loop rho update: the two uses of a failure profile.
+
+`evolve(parent, profile, config)` makes the next learning-interface snapshot from the recent failure profile
+(DESIGN.md section 2): schema cues on, a recovery hint per error kind, and a capability guideline for each
+failure label with prevalence >= 0.10, count >= 8 and mean reward < 0.6 (at most 3, ranked by
+prevalence * (1 - mean reward)). It returns `parent` itself when nothing would change, and is deterministic:
+the same parent and profile give the same content hash (timestamps are outside the hash). The texts the
+agent will read (system note, hints, guidelines) are written here, once per error kind or label, to tell the
+agent what to do next rather than what went wrong.
+
+`update_rho` is the closed-loop update of the advantage weights, a pure function:
+target(z) = base(z) * (1 + prevalence(z) * (1 - mean_reward(z)) * min(1, count(z) / 32)), clamped to
+[0.5, 2]; rho(z) <- rho(z) + beta * (target(z) - rho(z)), beta = 0.25. `RhoWindow` is the trainer's state for
+it: the diagnoses seen since the last epoch boundary, the live rho, `step()` every training step and
+`reset()` every epoch.
+
+Not covered: applying the weights to advantages (`seal_hub.trainer`, with `RolloutDiagnosis.weight`) and
+publishing snapshots (`seal_hub.hub`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from seal_hub.diagnosis import DEFAULT_RHO, FAILURE_LABELS, FailureProfile, Label, RolloutDiagnosis
+from seal_hub.envs.protocol import ErrorKind
+from seal_hub.interface import (
+    MAX_GUIDELINES,
+    CapabilityGuidelines,
+    Cause,
+    Guideline,
+    InterfaceSnapshot,
+    RecoveryFeedback,
+    SchemaCues,
+)
+
+SCHEMA_NOTE = (
+    "Every argument marked [required] must be given, with its exact name and a value of the declared type. "
+    "Only the tools in the current schema exist: never call or invent any other tool."
+)
+
+RECOVERY_HINTS: dict[ErrorKind, str] = {
+    ErrorKind.PARSE_ERROR: (
+        "the call could not be read. Write it again in the tool-call format you were given: the tool's exact "
+        "name and a valid JSON object of arguments."
+    ),
+    ErrorKind.UNKNOWN_TOOL: (
+        "only the tools in the current schema exist. Use one of them with its exact name, or tell the user that "
+        "no available tool can do this."
+    ),
+    ErrorKind.WITHHELD_TOOL: (
+        "this tool is not available now. Use the tools in the current schema, or tell the user what you cannot "
+        "do with them."
+    ),
+    ErrorKind.EXCLUDED_TOOL: (
+        "this tool is not available in this task. Use the tools in the current schema, or tell the user what you "
+        "cannot do with them."
+    ),
+    ErrorKind.ARGUMENTS_NOT_OBJECT: (
+        'give the arguments as one JSON object of argument names to values, e.g. {"name": "value"}, and call again.'
+    ),
+    ErrorKind.MISSING_ARGUMENT: (
+        "call again with every required argument. If the user has not given a value you need, ask the user "
+        "for it instead of guessing."
+    ),
+    ErrorKind.UNEXPECTED_ARGUMENT: (
+        "use only the argument names listed in the tool's schema, spelled exactly; drop the others and call again."
+    ),
+    ErrorKind.WRONG_TYPE: (
+        "give each argument the type its schema declares (numbers without quotes, true/false for booleans, "
+        "a list for arrays) and call again."
+    ),
+    ErrorKind.ARGUMENT_TOO_LARGE: "the arguments are too long. Send shorter values, or split the work into calls.",
+    ErrorKind.TOOL_EXCEPTION: (
+        "the tool failed with these arguments. Check each value against the tool's description and the current "
+        "state, then call again with corrected values."
+    ),
+    ErrorKind.TOOL_ERROR: (
+        "the tool reported an error. Fix its cause (a wrong value or a missing earlier step), then call again."
+    ),
+    ErrorKind.BAD_PATH: (
+        "that file or folder does not exist where you are. List the current directory or move to the right "
+        "folder first, then call again with a name that exists there."
+    ),
+    ErrorKind.NOT_AUTHENTICATED: (
+        "this action needs a login first. Call the service's login or authentication tool (ask the user for "
+        "credentials you do not have), then retry."
+    ),
+}
+
+GUIDELINES: dict[Label, str] = {
+    Label.SPURIOUS_TOOL_CALL: (
+        "When no available tool can do what the user asks, or a value you need is missing, do not call a tool: "
+        "say what you cannot do or ask the user for the missing value."
+    ),
+    Label.MISSING_TOOL_CALL: (
+        "When the user asks for an action that a tool can do, call the tool; do not just describe it."
+    ),
+    Label.INVALID_TOOL_CALL: (
+        "Call only tools from the current schema, with their exact names, every required argument, no extra "
+        "arguments, and values of the declared types."
+    ),
+    Label.ARGUMENT_MISMATCH: (
+        "Copy argument values exactly from the user's request and earlier tool results (names, numbers, units, "
+        "spelling); never invent, round or reformat them."
+    ),
+    Label.RECOVERY_FAILURE: (
+        "When a tool returns an error, fix the cause and call it again before you answer; do not leave a failed "
+        "step behind."
+    ),
+    Label.INSTANCE_MISMATCH: (
+        "Use the tools of the service the request is about; do not substitute a similar tool from another service."
+    ),
+    Label.STATE_MISMATCH: (
+        "Make every change the user asked for, in order and nothing more; check the current state first when a "
+        "step depends on it."
+    ),
+    Label.RESPONSE_MISMATCH: (
+        "When the user asks for information, fetch it with the matching tool even if you think you know it, and "
+        "report what the tool returned."
+    ),
+}
+
+
+@dataclass
+class EvolveConfig:
+    schema_cues: bool = field(default=True, metadata={"help": "evolve schema cues (turn them on)"})
+    recovery_feedback: bool = field(default=True, metadata={"help": "evolve recovery feedback (hints per error kind)"})
+    capability_guidelines: bool = field(default=True, metadata={"help": "evolve capability guidelines"})
+    closed_loop_rho: bool = field(default=True, metadata={"help": "update rho every step (False: fixed rho)"})
+    type_hints: bool = field(default=False, metadata={"help": "schema cues also append each argument's type"})
+    hint_kinds: list[str] = field(
+        default_factory=lambda: [str(kind) for kind in ErrorKind],
+        metadata={"help": "error kinds that get a recovery hint"},
+    )
+    guideline_min_prevalence: float = field(default=0.10, metadata={"help": "a guideline needs prevalence >= this"})
+    guideline_min_count: int = field(default=8, metadata={"help": "a guideline needs at least this many turns"})
+    guideline_max_mean_reward: float = field(default=0.6, metadata={"help": "a guideline needs mean reward < this"})
+    max_guidelines: int = field(default=MAX_GUIDELINES, metadata={"help": "guidelines kept, best score first"})
+    rho_beta: float = field(default=0.25, metadata={"help": "EMA step of rho toward its target"})
+    rho_count_scale: float = field(default=32, metadata={"help": "count at which a label's evidence is full"})
+    rho_min: float = field(default=0.5, metadata={"help": "lower clamp of the rho target"})
+    rho_max: float = field(default=2.0, metadata={"help": "upper clamp of the rho target"})
+
+    def __post_init__(self) -> None:
+        unknown = sorted(set(self.hint_kinds) - {str(kind) for kind in ErrorKind})
+        if unknown:
+            raise ValueError(f"hint_kinds: unknown error kind(s) {unknown}; use values of ErrorKind")
+        if not 0.0 <= self.guideline_min_prevalence <= 1.0:
+            raise ValueError(f"guideline_min_prevalence must be in [0, 1], got {self.guideline_min_prevalence}")
+        if self.guideline_min_count < 0:
+            raise ValueError(f"guideline_min_count must be >= 0, got {self.guideline_min_count}")
+        if not 0.0 < self.guideline_max_mean_reward <= 1.0:
+            raise ValueError(f"guideline_max_mean_reward must be in (0, 1], got {self.guideline_max_mean_reward}")
+        if not 0 <= self.max_guidelines <= MAX_GUIDELINES:
+            raise ValueError(f"max_guidelines must be in [0, {MAX_GUIDELINES}], got {self.max_guidelines}")
+        if not 0.0 < self.rho_beta <= 1.0:
+            raise ValueError(f"rho_beta must be in (0, 1], got {self.rho_beta}")
+        if self.rho_count_scale <= 0:
+            raise ValueError(f"rho_count_scale must be > 0, got {self.rho_count_scale}")
+        if not 0.0 < self.rho_min <= self.rho_max:
+            raise ValueError(
+                f"rho_min ({self.rho_min}) and rho_max ({self.rho_max}) need 0 < rho_min <= rho_max; "
+                "set rho_min below rho_max"
+            )
+
+
+def guideline_score(profile: FailureProfile, label: Label) -> float:
+    stats = profile.get(label)
+    return stats.prevalence * (1.0 - stats.mean_reward)
+
+
+def select_guidelines(profile: FailureProfile, config: EvolveConfig) -> list[Label]:
+    """Failure labels past all three thresholds, best score first (ties: label order); not yet cut to the cap."""
+    eligible = [
+        label
+        for label in Label
+        if label in FAILURE_LABELS
+        and (stats := profile.get(label)).count >= config.guideline_min_count
+        and stats.prevalence >= config.guideline_min_prevalence
+        and stats.mean_reward < config.guideline_max_mean_reward
+    ]
+    order = {label: index for index, label in enumerate(Label)}
+    return sorted(eligible, key=lambda label: (-guideline_score(profile, label), order[label]))
+
+
+def next_version(version: str) -> str:
+    """'v3' -> 'v4'; other ids have no successor, so their children need an explicit version."""
+    match = re.fullmatch(r"v(\d+)", version)
+    if match is None:
+        raise ValueError(f"version {version!r} is not 'v<number>'; pass version= to evolve explicitly")
+    return f"v{int(match.group(1)) + 1}"
+
+
+def _guidelines(profile: FailureProfile, config: EvolveConfig, rules: list[str]) -> CapabilityGuidelines:
+    ranked = select_guidelines(profile, config)
+    for rank, label in enumerate(ranked, start=1):
+        stats = profile.get(label)
+        kept = "kept" if rank <= config.max_guidelines else f"not kept (at most {config.max_guidelines})"
+        rules.append(
+            f"guideline[{label}]: prevalence {stats.prevalence:.3f} >= {config.guideline_min_prevalence:.2f}, "
+            f"count {stats.count} >= {config.guideline_min_count}, mean reward {stats.mean_reward:.3f} < "
+            f"{config.guideline_max_mean_reward:.2f}; score {guideline_score(profile, label):.3f}, rank {rank}, {kept}"
+        )
+    lines = tuple(Guideline(label=label, text=GUIDELINES[label]) for label in ranked[: config.max_guidelines])
+    return CapabilityGuidelines(enabled=bool(lines), lines=lines)
+
+
+def evolve(
+    parent: InterfaceSnapshot,
+    profile: FailureProfile,
+    config: EvolveConfig | None = None,
+    version: str | None = None,
+    *,
+    rho: Mapping[Label, float] | None = None,
+) -> InterfaceSnapshot:
+    """The next interface snapshot for `profile`, or `parent` itself when nothing changes.
+
+    Components whose switch is off stay as the parent has them. Guidelines are chosen afresh from the profile;
+    a profile with no labelled turns carries no evidence and keeps the parent's. `rho`, when given, is the live
+    closed-loop table to record in the snapshot (else the parent's is kept).
+    """
+    config = config or EvolveConfig()
+    rules: list[str] = []
+    cues = parent.schema_cues
+    if config.schema_cues:
+        cues = SchemaCues(enabled=True, type_hints=config.type_hints, note=SCHEMA_NOTE)
+        rules.append("schema_cues: on (required marks, enum values" + (", type hints)" if config.type_hints else ")"))
+    feedback = parent.recovery_feedback
+    if config.recovery_feedback:
+        hints = {ErrorKind(kind): RECOVERY_HINTS[ErrorKind(kind)] for kind in config.hint_kinds}
+        feedback = RecoveryFeedback(enabled=bool(hints), hints=hints)
+        rules.append(f"recovery_feedback: hints for {len(hints)} error kind(s)")
+    guidelines = parent.capability_guidelines
+    if config.capability_guidelines and profile.turns > 0:
+        guidelines = _guidelines(profile, config, rules)
+    new_rho = parent.rho if rho is None else {label: float(rho[label]) for label in Label}
+    if new_rho != parent.rho:
+        moved = sum(new_rho[label] != parent.rho[label] for label in Label)
+        rules.append(f"rho: recorded the closed-loop table ({moved} weight(s) moved)")
+    same = (cues, feedback, guidelines, new_rho) == (
+        parent.schema_cues,
+        parent.recovery_feedback,
+        parent.capability_guidelines,
+        parent.rho,
+    )
+    if same:
+        return parent
+    return InterfaceSnapshot(
+        version=version if version is not None else next_version(parent.version),
+        parent=parent.version,
+        suite=parent.suite,
+        schema_cues=cues,
+        recovery_feedback=feedback,
+        capability_guidelines=guidelines,
+        rho=new_rho,
+        cause=Cause.of(profile, rules),
+        train_only=parent.train_only,
+    )
+
+
+def update_rho(
+    rho: Mapping[Label, float], base: Mapping[Label, float], profile: FailureProfile, config: EvolveConfig
+) -> dict[Label, float]:
+    """One closed-loop step for every label of `rho` (pure: returns a new table). Absent labels aim at base."""
+    missing = [str(label) for label in rho if label not in base]
+    if missing:
+        raise ValueError(f"base has no weight for {', '.join(missing)}; give base the same labels as rho")
+    updated = {}
+    for label, current in rho.items():
+        stats = profile.get(label)
+        evidence = min(1.0, stats.count / config.rho_count_scale)
+        target = base[label] * (1.0 + stats.prevalence * (1.0 - stats.mean_reward) * evidence)
+        target = min(config.rho_max, max(config.rho_min, target))
+        updated[label] = current + config.rho_beta * (target - current)
+    return updated
+
+
+@dataclass
+class RhoWindow:
+    """The trainer's rho state: diagnoses since the last epoch boundary and the live table.
+
+    `step(diagnoses)` adds a step's diagnoses to the window and (when `config.closed_loop_rho`) moves rho one
+    EMA step toward the window's targets; `reset()` starts a new epoch's window and keeps rho.
+    """
+
+    config: EvolveConfig = field(default_factory=EvolveConfig)
+    base: dict[Label, float] = field(default_factory=lambda: dict(DEFAULT_RHO))
+    rho: dict[Label, float] = field(default_factory=dict)
+    diagnoses: list[RolloutDiagnosis] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if not self.rho:
+            self.rho = dict(self.base)
+
+    def add(self, diagnoses: Iterable[RolloutDiagnosis]) -> None:
+        self.diagnoses.extend(diagnoses)
+
+    def profile(self) -> FailureProfile:
+        return FailureProfile.of(self.diagnoses)
+
+    def step(self, diagnoses: Iterable[RolloutDiagnosis]) -> dict[Label, float]:
+        self.add(diagnoses)
+        if self.config.closed_loop_rho:
+            self.rho = update_rho(self.rho, self.base, self.profile(), self.config)
+        return dict(self.rho)
+
+    def reset(self) -> None:
+        self.diagnoses = []

@@ -1,0 +1,251 @@
+"""Interface evolution (guideline thresholds at their boundaries, ranking, no-change, determinism, versions)
+and the closed-loop rho update on hand-computed numbers, with clamping and the per-epoch window."""
+
+from __future__ import annotations
+
+import pytest
+
+from seal_hub.diagnosis import DEFAULT_RHO, FailureProfile, Label, LabelStats, RolloutDiagnosis
+from seal_hub.envs.protocol import ErrorKind
+from seal_hub.evolve import (
+    GUIDELINES,
+    RECOVERY_HINTS,
+    EvolveConfig,
+    RhoWindow,
+    evolve,
+    next_version,
+    select_guidelines,
+    update_rho,
+)
+from seal_hub.interface import InterfaceSnapshot, diff
+
+L = Label
+
+
+def profile(turns: int = 100, rollouts: int = 40, **labels: tuple[int, float, float]) -> FailureProfile:
+    """labels: name=(count, prevalence, mean_reward)."""
+    return FailureProfile({L(name): LabelStats(*stats) for name, stats in labels.items()}, rollouts, turns)
+
+
+def guideline_labels(snapshot: InterfaceSnapshot) -> list[Label]:
+    return [line.label for line in snapshot.capability_guidelines.lines]
+
+
+@pytest.mark.parametrize(
+    ("count", "prevalence", "mean_reward", "selected"),
+    [
+        (8, 0.10, 0.59, True),  # every threshold met exactly at its boundary
+        (7, 0.10, 0.59, False),  # count one short
+        (8, 0.099, 0.59, False),  # prevalence just under 0.10
+        (8, 0.10, 0.60, False),  # mean reward must be strictly below 0.6
+        (9, 0.11, 0.0, True),
+    ],
+)
+def test_guideline_thresholds_at_their_boundaries(count, prevalence, mean_reward, selected):
+    p = profile(missing_tool_call=(count, prevalence, mean_reward))
+    assert select_guidelines(p, EvolveConfig()) == ([L.MISSING_TOOL_CALL] if selected else [])
+    child = evolve(InterfaceSnapshot.null(), p)
+    assert guideline_labels(child) == ([L.MISSING_TOOL_CALL] if selected else [])
+    assert child.capability_guidelines.enabled is selected
+
+
+def test_at_most_three_guidelines_ranked_by_prevalence_times_failure():
+    p = profile(
+        spurious_tool_call=(20, 0.20, 0.0),  # score 0.20 * 1.0 = 0.200
+        missing_tool_call=(30, 0.30, 0.5),  # 0.30 * 0.5 = 0.150
+        invalid_tool_call=(25, 0.25, 0.4),  # 0.25 * 0.6 = 0.150, ties with missing: label order decides
+        state_mismatch=(11, 0.11, 0.2),  # 0.11 * 0.8 = 0.088
+        argument_mismatch=(12, 0.12, 0.5),  # 0.12 * 0.5 = 0.060
+        correct_abstention=(40, 0.40, 0.0),  # not a failure: never a guideline
+        **{"pass": (50, 0.50, 0.1)},
+    )
+    ranked = [L.SPURIOUS_TOOL_CALL, L.MISSING_TOOL_CALL, L.INVALID_TOOL_CALL, L.STATE_MISMATCH, L.ARGUMENT_MISMATCH]
+    assert select_guidelines(p, EvolveConfig()) == ranked
+    child = evolve(InterfaceSnapshot.null(), p)
+    assert guideline_labels(child) == ranked[:3]
+    assert [line.text for line in child.capability_guidelines.lines] == [GUIDELINES[z] for z in ranked[:3]]
+    rules = child.cause.rules
+    assert rules[2] == (
+        "guideline[spurious_tool_call]: prevalence 0.200 >= 0.10, count 20 >= 8, mean reward 0.000 < 0.60; "
+        "score 0.200, rank 1, kept"
+    )
+    assert rules[5].startswith("guideline[state_mismatch]:") and rules[5].endswith("rank 4, not kept (at most 3)")
+    assert guideline_labels(evolve(InterfaceSnapshot.null(), p, EvolveConfig(max_guidelines=1))) == ranked[:1]
+
+
+def test_a_guideline_text_for_every_failure_label_and_a_hint_for_every_error_kind():
+    assert set(GUIDELINES) == set(Label) - {L.PASS, L.CORRECT_ABSTENTION}
+    assert set(RECOVERY_HINTS) == set(ErrorKind)
+    assert GUIDELINES[L.MISSING_TOOL_CALL] == (
+        "When the user asks for an action that a tool can do, call the tool; do not just describe it."
+    )
+
+
+def test_evolve_turns_components_on_and_records_its_cause():
+    p = profile(missing_tool_call=(25, 0.25, 0.3))
+    child = evolve(InterfaceSnapshot.null(), p)
+    assert (child.version, child.parent) == ("v1", "v0")
+    assert child.schema_cues.enabled and child.schema_cues.mark_required and child.schema_cues.enum_values
+    assert not child.schema_cues.type_hints
+    assert child.recovery_feedback.enabled and child.recovery_feedback.hints == RECOVERY_HINTS
+    assert child.rho == DEFAULT_RHO and child.train_only
+    assert child.cause.failure_profile() == p
+    assert child.cause.rules[:2] == (
+        "schema_cues: on (required marks, enum values)",
+        "recovery_feedback: hints for 13 error kind(s)",
+    )
+
+
+def test_no_change_returns_the_parent_itself():
+    p = profile(missing_tool_call=(25, 0.25, 0.3))
+    null = InterfaceSnapshot.null()
+    child = evolve(null, p)
+    assert evolve(child, p) is child
+    assert evolve(child, FailureProfile()) is child  # no labelled turns: no evidence, guidelines kept
+    assert evolve(child, p, rho=dict(child.rho)) is child  # the same rho recorded again
+    off = EvolveConfig(schema_cues=False, recovery_feedback=False, capability_guidelines=False)
+    assert evolve(null, p, off) is null
+
+
+def test_same_inputs_give_the_same_hash_and_switches_keep_the_parents_component():
+    p = profile(missing_tool_call=(25, 0.25, 0.3), spurious_tool_call=(12, 0.12, 0.1))
+    first, second = evolve(InterfaceSnapshot.null(), p), evolve(InterfaceSnapshot.null(), p)
+    assert first is not second and first.content_hash == second.content_hash
+    only_guides = evolve(InterfaceSnapshot.null(), p, EvolveConfig(schema_cues=False, recovery_feedback=False))
+    assert not only_guides.schema_cues.enabled and not only_guides.recovery_feedback.enabled
+    assert guideline_labels(only_guides) == [L.MISSING_TOOL_CALL, L.SPURIOUS_TOOL_CALL]
+    assert only_guides.content_hash != first.content_hash
+    typed = evolve(first, p, EvolveConfig(type_hints=True))
+    assert diff(first, typed) == [
+        "~ schema_cues.type_hints: off -> on",
+        "~ cause: 40 rollouts, 100 turns, 4 rules -> 40 rollouts, 100 turns, 4 rules",
+    ]
+
+
+def test_guidelines_go_when_the_failure_fades():
+    v1 = evolve(InterfaceSnapshot.null(), profile(missing_tool_call=(25, 0.25, 0.3)))
+    v2 = evolve(v1, profile(missing_tool_call=(5, 0.05, 0.3), **{"pass": (95, 0.95, 0.8)}))
+    assert v2.version == "v2" and v2.parent == "v1" and guideline_labels(v2) == []
+    assert diff(v1, v2)[:2] == ["~ capability_guidelines.enabled: on -> off", "- guideline [missing_tool_call]"]
+
+
+def test_version_ids():
+    assert next_version("v3") == "v4" and next_version("v0") == "v1" and next_version("v99") == "v100"
+    v3 = InterfaceSnapshot(version="v3", parent="v2")
+    child = evolve(v3, profile(missing_tool_call=(25, 0.25, 0.3)))
+    assert (child.version, child.parent) == ("v4", "v3")
+    named = InterfaceSnapshot(version="baseline")
+    with pytest.raises(ValueError, match="pass version= to evolve explicitly"):
+        evolve(named, FailureProfile())
+    assert evolve(named, FailureProfile(), version="baseline-1").parent == "baseline"
+
+
+def test_recorded_rho_makes_a_new_version():
+    v1 = evolve(InterfaceSnapshot.null(), profile(missing_tool_call=(25, 0.25, 0.3)))
+    rho = {**v1.rho, L.MISSING_TOOL_CALL: 1.5375}
+    v2 = evolve(v1, profile(missing_tool_call=(25, 0.25, 0.3)), rho=rho)
+    assert v2.rho[L.MISSING_TOOL_CALL] == 1.5375 and v2.cause.rules[-1] == (
+        "rho: recorded the closed-loop table (1 weight(s) moved)"
+    )
+    assert "~ rho[missing_tool_call]: 1.500 -> 1.538" in diff(v1, v2)
+
+
+@pytest.mark.parametrize(
+    ("changes", "field"),
+    [
+        ({"rho_min": 2.5}, "rho_min"),
+        ({"max_guidelines": 4}, "max_guidelines"),
+        ({"hint_kinds": ["bad_path", "typo"]}, "hint_kinds"),
+        ({"rho_beta": 0.0}, "rho_beta"),
+        ({"guideline_min_prevalence": 1.5}, "guideline_min_prevalence"),
+        ({"rho_count_scale": 0}, "rho_count_scale"),
+    ],
+)
+def test_config_errors_name_the_field(changes, field):
+    with pytest.raises(ValueError, match=rf"^{field}"):
+        EvolveConfig(**changes)
+
+
+def test_config_defaults_are_the_papers_numbers():
+    c = EvolveConfig()
+    assert (c.guideline_min_prevalence, c.guideline_min_count, c.guideline_max_mean_reward, c.max_guidelines) == (
+        0.10,
+        8,
+        0.6,
+        3,
+    )
+    assert (c.rho_beta, c.rho_count_scale, c.rho_min, c.rho_max, c.type_hints) == (0.25, 32, 0.5, 2.0, False)
+
+
+def test_update_rho_on_hand_computed_numbers():
+    p = profile(
+        missing_tool_call=(16, 0.25, 0.2),
+        invalid_tool_call=(40, 0.50, 0.0),
+        instance_mismatch=(64, 0.10, 0.5),
+    )
+    rho = dict(DEFAULT_RHO) | {L.STATE_MISMATCH: 1.4}
+    before = dict(rho)
+    new = update_rho(rho, DEFAULT_RHO, p, EvolveConfig())
+    assert rho == before and new is not rho  # pure
+    # missing_tool_call: evidence min(1, 16/32) = 0.5; target = 1.5 * (1 + 0.25 * (1 - 0.2) * 0.5) = 1.5 * 1.1 = 1.65
+    #                    rho = 1.5 + 0.25 * (1.65 - 1.5) = 1.5375
+    assert new[L.MISSING_TOOL_CALL] == pytest.approx(1.5375, abs=1e-12)
+    # invalid_tool_call: evidence min(1, 40/32) = 1; target = 1.0 * (1 + 0.5 * 1.0 * 1) = 1.5
+    #                    rho = 1 + 0.25 * (1.5 - 1.0) = 1.125
+    assert new[L.INVALID_TOOL_CALL] == 1.125
+    # instance_mismatch: evidence 1; target = 0.6 * (1 + 0.1 * 0.5) = 0.63; rho = 0.6 + 0.25 * 0.03 = 0.6075
+    assert new[L.INSTANCE_MISMATCH] == pytest.approx(0.6075, abs=1e-12)
+    # state_mismatch absent: prevalence 0, target = base 1.0; rho = 1.4 + 0.25 * (1.0 - 1.4) = 1.3
+    assert new[L.STATE_MISMATCH] == pytest.approx(1.3, abs=1e-12)
+    # every other label is absent and already at its base: unchanged
+    for label in set(Label) - {L.MISSING_TOOL_CALL, L.INVALID_TOOL_CALL, L.INSTANCE_MISMATCH, L.STATE_MISMATCH}:
+        assert new[label] == DEFAULT_RHO[label]
+    assert list(new) == list(rho)
+
+
+def test_update_rho_clamps_the_target_at_both_ends():
+    config = EvolveConfig()
+    # top: spurious target = 2.0 * (1 + 0.5 * 1.0 * 1) = 3.0 -> clamped to 2.0
+    #      from 1.0: 1.0 + 0.25 * (2.0 - 1.0) = 1.25
+    p = profile(spurious_tool_call=(32, 0.5, 0.0))
+    assert update_rho({L.SPURIOUS_TOOL_CALL: 1.0}, DEFAULT_RHO, p, config) == {L.SPURIOUS_TOOL_CALL: 1.25}
+    assert update_rho({L.SPURIOUS_TOOL_CALL: 2.0}, DEFAULT_RHO, p, config) == {L.SPURIOUS_TOOL_CALL: 2.0}
+    # bottom: base 0.25, absent label: target 0.25 -> clamped to 0.5; from 0.75: 0.75 + 0.25 * (0.5 - 0.75) = 0.6875
+    low = {L.INSTANCE_MISMATCH: 0.25}
+    assert update_rho({L.INSTANCE_MISMATCH: 0.75}, low, FailureProfile(), config) == {L.INSTANCE_MISMATCH: 0.6875}
+    # a custom clamp and beta = 1 jumps straight to the clamped target
+    tight = EvolveConfig(rho_min=0.9, rho_max=1.2, rho_beta=1.0)
+    assert update_rho({L.SPURIOUS_TOOL_CALL: 1.0}, DEFAULT_RHO, p, tight) == {L.SPURIOUS_TOOL_CALL: 1.2}
+    with pytest.raises(ValueError, match="base has no weight for pass"):
+        update_rho({L.PASS: 1.0}, {}, p, config)
+
+
+def test_repeated_updates_converge_to_the_target():
+    p = profile(missing_tool_call=(16, 0.25, 0.2))
+    rho = dict(DEFAULT_RHO)
+    for _ in range(80):
+        rho = update_rho(rho, DEFAULT_RHO, p, EvolveConfig())
+    assert rho[L.MISSING_TOOL_CALL] == pytest.approx(1.65, abs=1e-9)  # (0.75)^80 * 0.15 < 1e-10
+
+
+def test_rho_window_steps_every_step_and_resets_every_epoch():
+    failed = RolloutDiagnosis("t0", 0.0, (L.MISSING_TOOL_CALL, L.MISSING_TOOL_CALL, L.PASS, L.PASS))
+    passed = RolloutDiagnosis("t1", 1.0, (L.PASS, L.PASS, L.PASS, L.PASS, None))
+    window = RhoWindow()
+    rho = window.step([failed, passed])
+    # window: 8 labelled turns; missing: count 2, prevalence 0.25, mean reward 0.0; pass: count 6, prevalence 0.75,
+    # mean reward (0 + 1) / 2 = 0.5.
+    # missing: target = 1.5 * (1 + 0.25 * 1.0 * 2/32) = 1.5234375; rho = 1.5 + 0.25 * 0.0234375 = 1.505859375
+    # pass:    target = 1.0 * (1 + 0.75 * 0.5 * 6/32) = 1.0703125; rho = 1.0 + 0.25 * 0.0703125 = 1.017578125
+    assert (rho[L.MISSING_TOOL_CALL], rho[L.PASS]) == (1.505859375, 1.017578125)
+    assert window.profile().turns == 8 and len(window.diagnoses) == 2
+    rho = window.step([])  # same window, one more EMA step toward the same target
+    assert rho[L.MISSING_TOOL_CALL] == 1.505859375 + 0.25 * (1.5234375 - 1.505859375) == 1.51025390625
+    window.reset()
+    assert window.diagnoses == [] and window.profile().turns == 0
+    assert window.rho[L.MISSING_TOOL_CALL] == 1.51025390625  # rho survives the epoch boundary
+    rho = window.step([])  # empty window: every target is its base
+    assert rho[L.MISSING_TOOL_CALL] == 1.51025390625 + 0.25 * (1.5 - 1.51025390625)
+    assert rho is not window.rho  # callers get a copy
+    frozen = RhoWindow(EvolveConfig(closed_loop_rho=False))
+    assert frozen.step([failed, passed]) == DEFAULT_RHO and frozen.profile().turns == 8
