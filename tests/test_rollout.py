@@ -82,7 +82,7 @@ def test_trajectory_token_view_is_consistent(suite, tiny):
         tokenize=False,
     )
     assert tokenizer.decode(trajectory.token_ids[: trajectory.prompt_length]) == first_prompt
-    assert trajectory.policy_id == "tiny" and trajectory.interface_version == "null" and trajectory.seed == 3
+    assert trajectory.policy_id == "tiny" and trajectory.interface_version == "v0" and trajectory.seed == 3
 
 
 def test_sampling_is_reproducible_from_the_seed(suite, tiny):
@@ -174,3 +174,35 @@ def test_repeated_tasks_are_separate_episodes_in_input_order(suite, tiny):
         (TASKS[1], 1),
     ]
     assert len(set(backend.released)) == 4
+
+
+def test_the_learning_interface_shapes_what_the_agent_sees(suite, tiny):
+    from seal_hub.diagnosis import FailureProfile, Label, LabelStats
+    from seal_hub.evolve import evolve
+    from seal_hub.interface import InterfaceSnapshot
+
+    _, tokenizer = tiny
+    profile = FailureProfile({Label.MISSING_TOOL_CALL: LabelStats(20, 0.5, 0.1)}, rollouts=10, turns=40)
+    interface = evolve(InterfaceSnapshot.null(), profile)
+    assert interface.version == "v1" and interface.system_prompt()
+
+    def script(session, step, request):
+        return '<tool_call>{"name": "cd", "arguments": {"folder": "nowhere"}}</tool_call>' if step == 0 else "Done."
+
+    runner = RolloutEngine(
+        ScriptedBackend(tokenizer, script),
+        tokenizer,
+        suite,
+        RolloutConfig(sampling=LONG),
+        PolicyInfo("tiny"),
+        interface=interface,
+    )
+    [trajectory] = runner.run(suite.select(TASKS[:1]))
+    assert trajectory.interface_version == "v1"
+    assert trajectory.messages[0].role == "system" and trajectory.messages[0].content == interface.system_prompt()
+    prompt = tokenizer.decode(trajectory.token_ids[: trajectory.prompt_length])
+    assert "[required]" in prompt and interface.system_prompt() in prompt
+    tool_message = next(m for m in trajectory.messages if m.role == "tool")
+    assert "No such file or directory" in tool_message.content and "Hint:" in tool_message.content
+    # the step record keeps the raw result; the hint is only what the agent was shown
+    assert "Hint:" not in trajectory.turns[0].steps[0].results[0].content

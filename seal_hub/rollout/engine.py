@@ -15,7 +15,9 @@ either continues or finishes independently. Rollouts of the same task start toge
 is computed once. An episode whose next prompt would not fit the context ends with truncation
 `context_limit` (reward 0), never an exception.
 
-Not covered: rendering choices beyond the chat template (the learning interface adds those).
+What the agent is shown (tool schemas, a system prompt, how tool results read) goes through the learning
+interface (`seal_hub.interface`); the null interface is BFCL's own protocol. Each episode keeps the
+interface it started with, so a trainer can swap in a new version between batches.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from tqdm.auto import tqdm
 
 from seal_hub.envs.bfcl import BfclSuite, EpisodeConfig, Task
 from seal_hub.envs.protocol import Message, Observation, StepResult
+from seal_hub.interface import InterfaceSnapshot
 from seal_hub.rollout.backend import Generation, GenerationBackend, GenerationRequest, SamplingConfig
 from seal_hub.rollout.records import (
     CallRecord,
@@ -112,8 +115,11 @@ class _Live:
         self.started = time.perf_counter()
         self.generation_seconds = self.environment_seconds = 0.0
         observation = self.episode.reset()
-        self.tools = list(observation.tools)
-        self.messages: list[dict[str, Any]] = [m.to_chat() for m in observation.messages]
+        self.interface = engine.interface  # fixed for the whole episode, even if the engine's changes meanwhile
+        self.tools = self.interface.render_tools(observation.tools)
+        system = self.interface.system_prompt()
+        self.messages: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
+        self.messages += [m.to_chat() for m in observation.messages]
         self.ids = engine.renderer.encode(engine.renderer.text(self.messages, self.tools, generation_prompt=True))
         self.prompt_length = len(self.ids)
         self.mask = [0] * len(self.ids)
@@ -180,10 +186,12 @@ class _Live:
 
     def _observation_messages(self, step: StepResult) -> list[dict[str, Any]]:
         observation: Observation = step.observation
-        out = [r.to_chat() for r in observation.tool_results]
+        out = [r.to_chat() | {"content": self.interface.render_result(r)} for r in observation.tool_results]
         if observation.tools_changed and observation.messages:
             known = {t["function"]["name"] for t in self.tools}
-            new_tools = [t for t in observation.tools if t["function"]["name"] not in known]
+            new_tools = self.interface.render_tools(
+                [t for t in observation.tools if t["function"]["name"] not in known]
+            )
             first, *rest = observation.messages
             out.append(revealed_tools_message(first, new_tools))
             out += [m.to_chat() for m in rest]
@@ -210,7 +218,7 @@ class _Live:
             seed=self.engine.config.sampling.seed,
             policy_id=policy.policy_id,
             policy_revision=policy.revision,
-            interface_version=self.engine.interface_version,
+            interface_version=self.interface.version,
             messages=[_message(m) for m in self.messages],
             turns=turns,
             reward=verdict.reward,
@@ -259,7 +267,7 @@ class RolloutEngine:
         suite: BfclSuite,
         config: RolloutConfig | None = None,
         policy: PolicyInfo | None = None,
-        interface_version: str = "null",
+        interface: InterfaceSnapshot | None = None,
         end_of_turn: str | None = None,
     ) -> None:
         self.backend = backend
@@ -267,7 +275,7 @@ class RolloutEngine:
         self.suite = suite
         self.config = config or RolloutConfig()
         self.policy = policy or PolicyInfo("unknown")
-        self.interface_version = interface_version
+        self.interface = interface or InterfaceSnapshot.null(suite.name)
         eot = end_of_turn or tokenizer.eos_token
         if not eot:
             raise ValueError("the tokenizer has no eos_token; pass end_of_turn (e.g. '<|im_end|>')")
