@@ -32,13 +32,16 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import TYPE_CHECKING
 
 from datasets import Features, List, Value
 
 from seal_hub.envs.bfcl import Task
 from seal_hub.envs.bfcl.tools import class_tools
 from seal_hub.envs.protocol import ErrorKind
-from seal_hub.rollout.records import StepRecord, Trajectory, TurnRecord
+
+if TYPE_CHECKING:  # records are only read here; importing the rollout package would be circular
+    from seal_hub.rollout.records import StepRecord, Trajectory, TurnRecord
 
 
 class Label(StrEnum):

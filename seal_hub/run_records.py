@@ -1,0 +1,122 @@
+"""What every SEAL iteration leaves on disk, and the state a resumed run restores.
+
+Under a run's output directory:
+
+    iterations/step_000001/trajectories.parquet   the rollouts that fed optimizer step 1
+                         /diagnoses.parquet       their labels and weights (`diagnosis_rows`)
+                         /metrics.json            success rate, label profile, rho, mean weight, interface
+    interfaces/v0.json, v1.json, ...              every interface version made (`SnapshotStore`)
+    checkpoint-N/seal_state.json                  next to TRL's checkpoint: rho, its window, the interface
+
+Every file is written atomically (temporary file, then rename). A run killed at any point and relaunched on
+the same directory resumes from its last checkpoint N: iteration folders and interface versions made after N
+are removed first and made again, so no trajectory is lost or duplicated and no version is skipped.
+
+Not covered: publishing these files (`seal_hub.hub`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from datasets import Dataset
+
+from seal_hub.diagnosis import DIAGNOSIS_FEATURES, FailureProfile, Label, RolloutDiagnosis, diagnosis_rows
+from seal_hub.interface import InterfaceSnapshot
+from seal_hub.rollout.records import Trajectory, write_trajectories
+from seal_hub.snapshot_store import SnapshotStore
+
+STATE_FILE = "seal_state.json"
+
+
+def _write_json(path: Path, data: Any) -> None:
+    partial = path.with_name(path.name + ".partial")
+    partial.write_text(json.dumps(data, indent=2, sort_keys=True), encoding="utf-8")
+    os.replace(partial, path)
+
+
+def iteration_dir(output_dir: str | Path, step: int) -> Path:
+    return Path(output_dir) / "iterations" / f"step_{step:06d}"
+
+
+def iteration_metrics(
+    trajectories: Sequence[Trajectory],
+    diagnoses: Sequence[RolloutDiagnosis],
+    weights: Sequence[float],
+    rho: dict[Label, float],
+    interface: InterfaceSnapshot,
+) -> dict[str, Any]:
+    profile = FailureProfile.of(diagnoses)
+    return {
+        "rollouts": len(trajectories),
+        "success_rate": sum(t.passed for t in trajectories) / max(1, len(trajectories)),
+        "mean_weight": sum(weights) / max(1, len(weights)),
+        "rho": {str(label): value for label, value in rho.items()},
+        "interface_version": interface.version,
+        "interface_hash": interface.content_hash,
+        "label_profile": profile.to_dict(),
+        "generated_tokens": sum(t.num_generated_tokens for t in trajectories),
+    }
+
+
+def write_iteration(
+    output_dir: str | Path,
+    step: int,
+    trajectories: Sequence[Trajectory],
+    diagnoses: Sequence[RolloutDiagnosis],
+    metrics: dict[str, Any],
+    rho: dict[Label, float],
+) -> Path:
+    """Write one iteration's records; the folder appears whole (built aside, then renamed into place)."""
+    final = iteration_dir(output_dir, step)
+    building = final.with_name(final.name + ".partial")
+    shutil.rmtree(building, ignore_errors=True)
+    building.mkdir(parents=True)
+    write_trajectories(list(trajectories), building / "trajectories.parquet")
+    rows = diagnosis_rows(trajectories, diagnoses, rho)
+    Dataset.from_list(rows, features=DIAGNOSIS_FEATURES).to_parquet(str(building / "diagnoses.parquet"))
+    _write_json(building / "metrics.json", metrics)
+    shutil.rmtree(final, ignore_errors=True)
+    os.replace(building, final)
+    return final
+
+
+def read_metrics(output_dir: str | Path) -> list[dict[str, Any]]:
+    """Every finished iteration's metrics, in step order."""
+    root = Path(output_dir) / "iterations"
+    folders = sorted(p for p in root.glob("step_*") if not p.name.endswith(".partial")) if root.exists() else []
+    return [json.loads((p / "metrics.json").read_text("utf-8")) | {"step": int(p.name[5:])} for p in folders]
+
+
+def save_state(checkpoint_dir: str | Path, state: dict[str, Any]) -> None:
+    _write_json(Path(checkpoint_dir) / STATE_FILE, state)
+
+
+def load_state(checkpoint_dir: str | Path) -> dict[str, Any]:
+    path = Path(checkpoint_dir) / STATE_FILE
+    try:
+        return json.loads(path.read_text("utf-8"))
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{path} is missing: {checkpoint_dir} is not a SEAL checkpoint") from None
+    except json.JSONDecodeError as exc:
+        raise ValueError(
+            f"{path} is not valid JSON ({exc}); delete the checkpoint to resume from an earlier one"
+        ) from None
+
+
+def prune_after(output_dir: str | Path, step: int, store: SnapshotStore, keep_versions: set[str]) -> None:
+    """Remove iteration folders after `step` and interface versions not in `keep_versions` (a resume)."""
+    root = Path(output_dir) / "iterations"
+    if root.exists():
+        for folder in root.glob("step_*"):
+            name = folder.name.removesuffix(".partial")
+            if folder.name.endswith(".partial") or int(name[5:]) > step:
+                shutil.rmtree(folder)
+    for version in store.versions():
+        if version not in keep_versions:
+            store.path(version).unlink()

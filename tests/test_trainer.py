@@ -1,0 +1,166 @@
+"""SEAL on TRL with the tiny model: parameters move, advantages are reweighted by the formula, switches work,
+and a run resumes from its last checkpoint without losing or duplicating anything."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+from scripted import ScriptedBackend
+
+from seal_hub.diagnosis import DEFAULT_RHO, Label, RolloutDiagnosis
+from seal_hub.rollout.records import read_trajectories
+from seal_hub.toolcalls import format_tool_calls
+
+TASKS = ["multi_turn_base_1", "multi_turn_base_3"]
+
+
+@pytest.fixture(scope="module")
+def tiny_dir(tmp_path_factory):
+    from seal_hub.models import build_tiny_model
+
+    return build_tiny_model(tmp_path_factory.mktemp("tiny"))
+
+
+def half_right(suite):
+    """Rollout 0 of each task answers with the ground truth (reward 1); rollout 1 says "Done." (reward 0)."""
+
+    def script(session, step, request):
+        task_id, index = session.split("#")[:2]
+        if index != "0":
+            return "Done."
+        texts = []
+        for calls in suite.task(task_id).ground_truth:
+            if calls:
+                texts.append(format_tool_calls(calls, "hermes"))
+            texts.append("Done.")
+        return texts[step]
+
+    return lambda model, tokenizer, step: ScriptedBackend(tokenizer, script)
+
+
+def make_trainer(suite, tiny_dir, tmp_path, backend=None, **overrides):
+    from seal_hub.models import PolicyConfig, load_policy, lora_config
+    from seal_hub.trainer import SealConfig, SealTrainer
+
+    policy = PolicyConfig(
+        model_name_or_path=str(tiny_dir),
+        use_peft=True,
+        lora_r=4,
+        lora_alpha=8,
+        lora_target_modules=["q_proj", "v_proj"],
+    )
+    model, tokenizer = load_policy(policy)
+    settings = dict(
+        output_dir=str(tmp_path / "run"),
+        per_device_train_batch_size=4,
+        num_generations=2,
+        max_steps=2,
+        learning_rate=5e-2,
+        logging_steps=1,
+        save_strategy="steps",
+        save_steps=1,
+        report_to=[],
+        max_new_tokens=2048,
+        max_completion_length=8192,
+        beta=0.0,
+        use_cpu=True,
+        seed=0,
+        max_context_tokens=16384,
+        disable_tqdm=True,
+    )
+    settings.update(overrides)
+    return SealTrainer(
+        model,
+        SealConfig(**settings),
+        suite,
+        suite.select(TASKS),
+        tokenizer,
+        peft_config=lora_config(policy),
+        policy_id="tiny",
+        backend_factory=backend or half_right(suite),
+    )
+
+
+def test_two_training_steps_change_the_lora_parameters(suite, tiny_dir, tmp_path):
+    trainer = make_trainer(suite, tiny_dir, tmp_path)
+    before = {n: p.detach().clone() for n, p in trainer.model.named_parameters() if p.requires_grad}
+    assert before and all("lora_" in n for n in before)
+    trainer.train()
+    after = dict(trainer.model.named_parameters())
+    changed = [n for n in before if not torch.equal(before[n], after[n].detach())]
+    assert len(changed) == len(before)
+    folders = sorted(p.name for p in (tmp_path / "run" / "iterations").iterdir())
+    assert folders == ["step_000001", "step_000002"]
+    metrics = json.loads((tmp_path / "run" / "iterations" / "step_000001" / "metrics.json").read_text())
+    assert metrics["success_rate"] == 0.5 and metrics["rollouts"] == 4 and metrics["interface_version"] == "v0"
+    trajectories = read_trajectories(tmp_path / "run" / "iterations" / "step_000002" / "trajectories.parquet")
+    assert [t.reward for t in trajectories] == [1.0, 0.0, 1.0, 0.0]
+
+
+def test_advantages_are_multiplied_by_the_rollout_weight(suite, tiny_dir, tmp_path):
+    inputs = [{"prompt": task_id} for task_id in TASKS for _ in range(2)]
+    results = {}
+    for name, reweighting in (("seal", True), ("plain", False)):
+        trainer = make_trainer(
+            suite, tiny_dir, tmp_path / name, reweighting=reweighting, env_adaptation=False, closed_loop=False
+        )
+        trainer.model.train()
+        output = trainer._generate_and_score_completions([dict(i) for i in inputs])
+        results[name] = output["advantages"]
+    # GRPO: per task, rewards (1, 0) -> advantages (+a, -a); then w_j from the labels, with the default rho
+    plain = results["plain"]
+    assert plain[0] > 0 > plain[1] and plain[2] > 0 > plain[3]
+    weights = []
+    for task_id in TASKS:  # every turn of these tasks calls tools: pass when right, missing when "Done."
+        turns = suite.task(task_id).num_turns
+        assert all(suite.task(task_id).ground_truth)
+        good = RolloutDiagnosis(task_id, 1.0, tuple([Label.PASS] * turns)).weight()
+        bad = RolloutDiagnosis(task_id, 0.0, tuple([Label.MISSING_TOOL_CALL] * turns)).weight()
+        weights += [good, bad]
+    assert weights[1] == DEFAULT_RHO[Label.MISSING_TOOL_CALL] == 1.5 and weights[0] == 1.0
+    assert torch.allclose(results["seal"], plain * torch.tensor(weights), atol=1e-6)
+
+
+@pytest.mark.parametrize(
+    ("switches", "interface_moves", "rho_moves", "weights_apply"),
+    [
+        ({}, True, True, True),
+        ({"env_adaptation": False}, False, True, True),
+        ({"closed_loop": False}, True, False, True),
+        ({"reweighting": False}, True, True, False),
+        ({"env_adaptation": False, "closed_loop": False, "reweighting": False}, False, False, False),
+    ],
+    ids=["seal", "no_env_adaptation", "no_closed_loop", "no_reweighting", "vanilla"],
+)
+def test_ablation_switches(suite, tiny_dir, tmp_path, switches, interface_moves, rho_moves, weights_apply):
+    always_wrong = lambda model, tokenizer, step: ScriptedBackend(tokenizer, lambda *_: "Done.")  # noqa: E731
+    trainer = make_trainer(suite, tiny_dir, tmp_path, backend=always_wrong, max_steps=1, **switches)
+    trainer._rollout([t for t in TASKS for _ in range(2)], trainer)
+    assert (trainer.interface.version != "v0") == interface_moves
+    assert (trainer.window.rho[Label.MISSING_TOOL_CALL] != 1.5) == rho_moves
+    assert all(w == (1.5 if weights_apply else 1.0) for w in trainer._weights)
+
+
+def test_resume_after_a_kill_loses_and_duplicates_nothing(suite, tiny_dir, tmp_path):
+    import shutil
+
+    run = tmp_path / "run"
+    make_trainer(suite, tiny_dir, tmp_path, max_steps=2).train()
+    # a kill during step 2 after its rollouts were written but before its checkpoint: drop checkpoint-2
+    shutil.rmtree(run / "checkpoint-2")
+    versions_at_1 = json.loads((run / "checkpoint-1" / "seal_state.json").read_text())["interface_versions"]
+    (run / "interfaces" / "v9.json").write_text("{}")  # a version made after checkpoint-1 must not survive
+    resumed = make_trainer(suite, tiny_dir, tmp_path, max_steps=3)
+    resumed.train(resume_from_checkpoint=True)
+    folders = sorted(p.name for p in (run / "iterations").iterdir())
+    assert folders == ["step_000001", "step_000002", "step_000003"]
+    for folder in folders:
+        trajectories = read_trajectories(run / "iterations" / folder / "trajectories.parquet")
+        assert len(trajectories) == 4  # one batch each: nothing duplicated
+    versions = sorted(p.stem for p in (run / "interfaces").glob("*.json"))
+    assert "v9" not in versions and set(versions_at_1) <= set(versions)
+    numbers = sorted(int(v[1:]) for v in versions)
+    assert numbers == list(range(len(numbers)))  # no version skipped
+    assert resumed.state.global_step == 3
