@@ -111,7 +111,7 @@ class SealTrainer(GRPOTrainer):
             raise ValueError("train_tasks is empty: give the BFCL tasks to train on")
         self.suite = suite
         self.policy_id = policy_id
-        self.backend_factory = backend_factory or (lambda m, t, step: hf_backend(m, t, step, args.seed))
+        self.backend_factory = backend_factory or self._default_backend
         self.interface = interface or InterfaceSnapshot.null(suite.name)
         self.evolve_config = EvolveConfig(closed_loop_rho=args.closed_loop, rho_beta=args.rho_beta)
         self.window = RhoWindow(self.evolve_config)
@@ -134,6 +134,17 @@ class SealTrainer(GRPOTrainer):
             self.store.put(self.interface)
 
     # ----- one generation step -----
+
+    def _default_backend(self, model, tokenizer, step: int) -> GenerationBackend:
+        """TRL's colocated vLLM engine when `use_vllm` (TRL syncs its weights each step), else batched HF."""
+        if self.use_vllm:
+            from seal_hub.rollout.vllm_backend import VLLMBackend
+
+            llm = getattr(self.vllm_generation, "llm", None)
+            if llm is None:
+                raise ValueError("SEAL generates through vLLM in-process: set vllm_mode='colocate' (not 'server')")
+            return VLLMBackend.from_llm(llm, {tokenizer.convert_tokens_to_ids(tokenizer.eos_token)})
+        return hf_backend(model, tokenizer, step, self.args.seed)
 
     def _rollout(self, prompts: list[str], trainer: GRPOTrainer) -> dict[str, list]:
         args: SealConfig = self.args

@@ -93,10 +93,6 @@ class PolicyConfig(ModelConfig):
             "choices": list(DEMO_SOURCES),
         },
     )
-    trust_remote_code: bool = field(
-        default=False,
-        metadata={"help": "Allow model repositories to run their own modelling code."},
-    )
 
     def __post_init__(self) -> None:
         if not self.model_name_or_path:

@@ -70,12 +70,18 @@ def resolve_model(config: PolicyConfig) -> ResolvedModel:
     return ResolvedModel("hub", name, revision)
 
 
-def load_policy(config: PolicyConfig) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
-    """Load the policy model and its tool-capable tokenizer as `config` says (see the module docstring)."""
+def load_policy(
+    config: PolicyConfig, trust_remote_code: bool = False
+) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
+    """Load the policy model and its tool-capable tokenizer as `config` says (see the module docstring).
+
+    `trust_remote_code` lets a repository run its own modelling code; it is a parameter, not a `PolicyConfig`
+    field, because TRL's training configs already carry `trust_remote_code` and a recipe parses both.
+    """
     check_quantization_device(config)
     resolved = resolve_model(config)
     revision = resolved.revision if resolved.source == "hub" else None
-    model_kwargs: dict[str, object] = {"revision": revision, "trust_remote_code": config.trust_remote_code}
+    model_kwargs: dict[str, object] = {"revision": revision, "trust_remote_code": trust_remote_code}
     if config.dtype is not None:
         model_kwargs["dtype"] = config.dtype if config.dtype == "auto" else getattr(torch, config.dtype)
     if config.attn_implementation is not None:
@@ -88,7 +94,7 @@ def load_policy(config: PolicyConfig) -> tuple[PreTrainedModel, PreTrainedTokeni
         model_kwargs["device_map"] = {"": PartialState().local_process_index}  # whole model on this rank's GPU
     try:
         tokenizer = AutoTokenizer.from_pretrained(
-            resolved.path, revision=revision, trust_remote_code=config.trust_remote_code, padding_side="left"
+            resolved.path, revision=revision, trust_remote_code=trust_remote_code, padding_side="left"
         )
         model = AutoModelForCausalLM.from_pretrained(resolved.path, **model_kwargs)
     except OSError as error:

@@ -32,6 +32,14 @@ class VLLMBackend:
         llm_kwargs.setdefault("logprobs_mode", "processed_logprobs")
         self.llm = LLM(model=model, seed=seed, **llm_kwargs)
 
+    @classmethod
+    def from_llm(cls, llm: Any, eos_token_ids: Iterable[int]) -> VLLMBackend:
+        """Wrap an `vllm.LLM` that already exists (TRL's colocated engine, whose weights TRL keeps in sync)."""
+        backend = cls.__new__(cls)
+        backend.eos_token_ids = sorted({int(i) for i in eos_token_ids})
+        backend.llm = llm
+        return backend
+
     def release(self, session: str) -> None:
         """vLLM evicts cached blocks itself."""
 

@@ -1,0 +1,126 @@
+"""SEAL: train a tool-use policy and its learning environment together, on BFCL v3 multi-turn.
+
+Launch (the CPU demo is the default when no --config is given):
+
+    accelerate launch recipes/seal.py
+    accelerate launch recipes/seal.py --config recipes/configs/demo_cpu.yaml --max_steps 4
+    accelerate launch --config_file recipes/accelerate/single_gpu.yaml recipes/seal.py \
+        --config recipes/configs/qwen2.5-7b-qlora.yaml
+    accelerate launch --config_file recipes/accelerate/zero3.yaml recipes/seal.py \
+        --config recipes/configs/paper_full_ft.yaml
+
+Ablations of the paper, same recipe and budget: `--env_adaptation false`, `--reweighting false`,
+`--closed_loop false`; all three false is vanilla GRPO. Relaunching with the same `--output_dir` resumes
+from its last checkpoint. Arguments: `SealScriptArguments` below, `seal_hub.trainer.SealConfig` (TRL's
+GRPOConfig plus SEAL's fields) and `seal_hub.models.PolicyConfig` (TRL's ModelConfig); YAML keys and flags
+are the field names.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+from transformers.trainer_utils import get_last_checkpoint
+from trl import TrlParser
+
+from seal_hub.envs.bfcl import BfclSuite, load_split, stratified_split
+from seal_hub.models import PolicyConfig, load_policy, lora_config
+from seal_hub.run_records import read_metrics
+from seal_hub.trainer import SealConfig, SealTrainer
+
+DEFAULT_CONFIG = Path(__file__).parent / "configs" / "demo_cpu.yaml"
+
+
+@dataclass
+class SealScriptArguments:
+    suite: str = field(default="bfcl", metadata={"help": "Environment suite.", "choices": ["bfcl"]})
+    split_file: str | None = field(
+        default=None, metadata={"help": "JSON with 'train'/'test' task ids; default: a stratified split (split_seed)."}
+    )
+    split_seed: int = field(default=0, metadata={"help": "Seed of the stratified split when no split_file."})
+    num_train_tasks: int | None = field(default=None, metadata={"help": "Train on the first N tasks (all if unset)."})
+    task_order: str = field(
+        default="split",
+        metadata={
+            "help": "'split': the split's order; 'shortest': shortest prompts first (CPU demos).",
+            "choices": ["split", "shortest"],
+        },
+    )
+
+
+def training_tasks(suite: BfclSuite, args: SealScriptArguments):
+    split = (
+        load_split(args.split_file, known_ids=set(suite.tasks))
+        if args.split_file
+        else stratified_split(suite.tasks, seed=args.split_seed)
+    )
+    tasks = suite.select(split.train)
+    if args.task_order == "shortest":
+        tasks.sort(key=lambda task: (prompt_size(suite, task), task.id))
+    return tasks[: args.num_train_tasks] if args.num_train_tasks else tasks
+
+
+def prompt_size(suite: BfclSuite, task) -> int:
+    """Characters of the first prompt (tool schemas + first user turn): a tokenizer-free proxy for its length."""
+    episode = suite.episode(task)
+    observation = episode.reset()
+    episode.close()
+    return len(str(observation.tools)) + sum(len(m.content) for m in observation.messages)
+
+
+def use_cpu_cores() -> None:
+    """`accelerate launch` sets OMP_NUM_THREADS=1; without a GPU, give each process its share of the cores.
+
+    SEAL_HUB_CPU_THREADS overrides the share.
+    """
+    if torch.cuda.is_available():
+        return
+    share = (os.cpu_count() or 1) // int(os.environ.get("WORLD_SIZE", "1"))
+    torch.set_num_threads(max(1, int(os.environ.get("SEAL_HUB_CPU_THREADS", share))))
+
+
+def main(script_args: SealScriptArguments, training_args: SealConfig, model_args: PolicyConfig) -> None:
+    use_cpu_cores()
+    suite = BfclSuite()
+    tasks = training_tasks(suite, script_args)
+    model, tokenizer = load_policy(model_args, trust_remote_code=training_args.trust_remote_code)
+    trainer = SealTrainer(
+        model,
+        training_args,
+        suite,
+        tasks,
+        tokenizer,
+        peft_config=lora_config(model_args),
+        policy_id=model_args.model_name_or_path,
+    )
+    last = get_last_checkpoint(training_args.output_dir) if Path(training_args.output_dir).is_dir() else None
+    trainer.train(resume_from_checkpoint=last)
+    trainer.save_model(training_args.output_dir)
+    if trainer.accelerator.is_main_process:
+        print_summary(training_args.output_dir, trainer)
+
+
+def print_summary(output_dir: str, trainer: SealTrainer) -> None:
+    metrics = read_metrics(output_dir)
+    print("\nSEAL run summary")
+    print(f"{'step':>5} {'success':>8} {'mean w':>7} {'interface':>9}  top labels")
+    for m in metrics:
+        labels = sorted(m["label_profile"]["labels"].items(), key=lambda kv: -kv[1]["prevalence"])[:3]
+        shown = ", ".join(f"{name} {v['prevalence']:.2f}" for name, v in labels)
+        print(
+            f"{m['step']:>5} {m['success_rate']:>8.1%} {m['mean_weight']:>7.3f} {m['interface_version']:>9}  {shown}"
+        )
+    print(f"interface versions: {', '.join(trainer.store.versions())} (now {trainer.interface.version})")
+    print("rho: " + ", ".join(f"{k}={v:.3f}" for k, v in trainer.window.rho.items() if v != 1.0))
+    print(f"artifacts: {Path(output_dir).resolve()} (iterations/, interfaces/, checkpoint-*/, adapter)")
+
+
+if __name__ == "__main__":
+    if "--config" not in sys.argv and not any(a.startswith("--config=") for a in sys.argv):
+        sys.argv[1:1] = ["--config", str(DEFAULT_CONFIG)]
+    parser = TrlParser((SealScriptArguments, SealConfig, PolicyConfig))
+    main(*parser.parse_args_and_config())

@@ -1,0 +1,142 @@
+"""The recipe's configs: every YAML parses through TrlParser into valid configs, and builds a SealTrainer on
+CPU as far as a CPU allows (the tiny model stands in for the GPU models, which cannot be downloaded here)."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+CONFIGS = sorted((ROOT / "recipes" / "configs").glob("*.yaml"))
+GPU_CONFIGS = {"qwen2.5-3b-lora.yaml", "qwen2.5-7b-qlora.yaml", "paper_full_ft.yaml"}
+
+
+def recipe_module():
+    if "seal_recipe" not in sys.modules:  # recipes/ is not a package: load the script as a module, once
+        spec = importlib.util.spec_from_file_location("seal_recipe", ROOT / "recipes" / "seal.py")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules["seal_recipe"] = module  # dataclasses look their module up there
+        spec.loader.exec_module(module)
+    return sys.modules["seal_recipe"]
+
+
+def parse(config: Path, *flags: str, gpu: bool = False, monkeypatch=None):
+    from trl import TrlParser
+
+    from seal_hub.models import PolicyConfig
+    from seal_hub.trainer import SealConfig
+
+    recipe = recipe_module()
+    if gpu:  # everything the YAML says, but bf16 (which needs the GPU this machine lacks)
+        flags = (*flags, "--bf16", "false", "--use_cpu", "true")
+    parser = TrlParser((recipe.SealScriptArguments, SealConfig, PolicyConfig))
+    monkeypatch.setattr(sys, "argv", ["seal.py", "--config", str(config), *flags])
+    return parser.parse_args_and_config()
+
+
+def test_the_expected_configs_exist():
+    assert {p.name for p in CONFIGS} == {"demo_cpu.yaml"} | GPU_CONFIGS
+    for name in ("single_gpu", "cpu", "multi_gpu", "zero2", "zero3"):
+        config = yaml.safe_load((ROOT / "recipes" / "accelerate" / f"{name}.yaml").read_text())
+        assert config["num_processes"] >= 1 and "distributed_type" in config
+
+
+@pytest.mark.parametrize("config", CONFIGS, ids=lambda p: p.stem)
+def test_config_parses_into_valid_arguments(config, monkeypatch, tmp_path):
+    script, training, model = parse(
+        config, "--output_dir", str(tmp_path), gpu=config.name in GPU_CONFIGS, monkeypatch=monkeypatch
+    )
+    assert training.num_generations >= 2 and training.max_steps > 0
+    assert yaml.safe_load(config.read_text())["bf16"] == (config.name in GPU_CONFIGS)
+    assert (training.env_adaptation, training.reweighting, training.closed_loop) == (True, True, True)
+    if config.name == "paper_full_ft.yaml":
+        assert (training.learning_rate, training.beta, training.epsilon, training.temperature) == (
+            1e-6,
+            0.001,
+            0.2,
+            1.0,
+        )
+        assert training.num_generations == 8 and training.max_steps_per_turn == 20 and training.use_vllm
+        assert training.loss_type == "dapo" and not model.use_peft
+    if config.name == "qwen2.5-7b-qlora.yaml":
+        assert model.load_in_4bit and model.bnb_4bit_quant_type == "nf4" and model.use_bnb_nested_quant
+    if config.name == "demo_cpu.yaml":
+        assert training.use_cpu and not training.bf16 and model.use_peft and script.task_order == "shortest"
+
+
+def test_ablation_flags_override_the_yaml(monkeypatch, tmp_path):
+    _, training, _ = parse(
+        CONFIGS[0],
+        "--output_dir",
+        str(tmp_path),
+        "--env_adaptation",
+        "false",
+        "--reweighting",
+        "false",
+        "--closed_loop",
+        "false",
+        monkeypatch=monkeypatch,
+    )
+    assert (training.env_adaptation, training.reweighting, training.closed_loop) == (False, False, False)
+
+
+def test_bf16_on_a_cpu_is_refused_with_the_fix(monkeypatch, tmp_path):
+    with pytest.raises(ValueError, match="bf16=False"):
+        parse(
+            ROOT / "recipes" / "configs" / "qwen2.5-3b-lora.yaml",
+            "--output_dir",
+            str(tmp_path),
+            monkeypatch=monkeypatch,
+        )
+
+
+@pytest.mark.parametrize("config", CONFIGS, ids=lambda p: p.stem)
+def test_each_config_builds_a_trainer_on_cpu(config, monkeypatch, tmp_path, suite):
+    """The config's trainer settings with the tiny model in place of the GPU model (and no GPU-only parts)."""
+    from seal_hub.models import build_tiny_model, load_policy, lora_config
+    from seal_hub.trainer import SealTrainer
+
+    tiny = build_tiny_model(tmp_path / "tiny")
+    flags = [
+        "--output_dir",
+        str(tmp_path / "out"),
+        "--model_name_or_path",
+        str(tiny),
+        "--bf16",
+        "false",
+        "--use_cpu",
+        "true",
+        "--load_in_4bit",
+        "false",
+        "--use_vllm",
+        "false",
+        "--dtype",
+        "float32",
+        "--gradient_checkpointing",
+        "false",
+    ]
+    script, training, model_args = parse(config, *flags, monkeypatch=monkeypatch)
+    recipe = recipe_module()
+    tasks = recipe.training_tasks(suite, script)[:2]
+    model, tokenizer = load_policy(model_args)
+    trainer = SealTrainer(model, training, suite, tasks, tokenizer, peft_config=lora_config(model_args))
+    assert trainer.args.num_generations == training.num_generations
+    assert (
+        (trainer.model.peft_config is not None) == model_args.use_peft
+        if hasattr(trainer.model, "peft_config")
+        else not model_args.use_peft
+    )
+    assert trainer.store.versions() == ["v0"]
+
+
+def test_demo_picks_the_shortest_training_prompts(suite):
+    recipe = recipe_module()
+    script = recipe.SealScriptArguments(task_order="shortest", num_train_tasks=3)
+    tasks = recipe.training_tasks(suite, script)
+    sizes = [recipe.prompt_size(suite, t) for t in tasks]
+    everything = recipe.training_tasks(suite, recipe.SealScriptArguments(task_order="split"))
+    assert sizes == sorted(sizes) and sizes[-1] <= min(recipe.prompt_size(suite, t) for t in everything[:50])
