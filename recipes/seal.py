@@ -28,6 +28,7 @@ from transformers.trainer_utils import get_last_checkpoint
 from trl import TrlParser
 
 from seal_hub.envs.bfcl import BfclSuite, load_split, stratified_split
+from seal_hub.hub import PublishConfig
 from seal_hub.models import PolicyConfig, load_policy, lora_config
 from seal_hub.run_records import read_metrics
 from seal_hub.trainer import SealConfig, SealTrainer
@@ -43,10 +44,24 @@ class SealScriptArguments:
     )
     split_seed: int = field(default=0, metadata={"help": "Seed of the stratified split when no split_file."})
     num_train_tasks: int | None = field(default=None, metadata={"help": "Train on the first N tasks (all if unset)."})
+    publish_run: str | None = field(
+        default=None,
+        metadata={
+            "help": "Publish every iteration's artifacts as <run>-trajectories / -env / -adapter "
+            "('namespace/name'); unset: publish nothing."
+        },
+    )
+    publish_backend: str = field(
+        default="auto",
+        metadata={
+            "help": "'local' (git registry, offline), 'hub', or 'auto' (the Hub when a token is configured).",
+            "choices": ["auto", "local", "hub"],
+        },
+    )
     task_order: str = field(
         default="split",
         metadata={
-            "help": "'split': the split's order; 'shortest': shortest prompts first (CPU demos).",
+            "help": "'split': the split's order; 'shortest': shortest episodes first (CPU demos).",
             "choices": ["split", "shortest"],
         },
     )
@@ -64,12 +79,17 @@ def training_tasks(suite: BfclSuite, args: SealScriptArguments):
     return tasks[: args.num_train_tasks] if args.num_train_tasks else tasks
 
 
+CHARS_PER_TURN = 400  # about one model reply of ~100 tokens per user turn
+
+
 def prompt_size(suite: BfclSuite, task) -> int:
-    """Characters of the first prompt (tool schemas + first user turn): a tokenizer-free proxy for its length."""
+    """A tokenizer-free proxy for an episode's length in characters: the first prompt (tool schemas and
+    first user turn), the later user turns, and room for one reply per turn."""
     episode = suite.episode(task)
     observation = episode.reset()
     episode.close()
-    return len(str(observation.tools)) + sum(len(m.content) for m in observation.messages)
+    user_text = sum(len(m.content) for turn in task.turns for m in turn)
+    return len(str(observation.tools)) + user_text + CHARS_PER_TURN * task.num_turns
 
 
 def use_cpu_cores() -> None:
@@ -96,6 +116,11 @@ def main(script_args: SealScriptArguments, training_args: SealConfig, model_args
         tokenizer,
         peft_config=lora_config(model_args),
         policy_id=model_args.model_name_or_path,
+        publish=PublishConfig(
+            run=script_args.publish_run, backend=script_args.publish_backend, base_model=model_args.model_name_or_path
+        )
+        if script_args.publish_run
+        else None,
     )
     last = get_last_checkpoint(training_args.output_dir) if Path(training_args.output_dir).is_dir() else None
     trainer.train(resume_from_checkpoint=last)
@@ -117,6 +142,12 @@ def print_summary(output_dir: str, trainer: SealTrainer) -> None:
     print(f"interface versions: {', '.join(trainer.store.versions())} (now {trainer.interface.version})")
     print("rho: " + ", ".join(f"{k}={v:.3f}" for k, v in trainer.window.rho.items() if v != 1.0))
     print(f"artifacts: {Path(output_dir).resolve()} (iterations/, interfaces/, checkpoint-*/, adapter)")
+    if trainer.publish is not None:
+        repos = trainer.publish.repos
+        print(
+            f"published: {repos.trajectories}, {repos.environment}, {repos.adapter} "
+            "(`seal-hub hub list` shows their versions)"
+        )
 
 
 if __name__ == "__main__":

@@ -231,6 +231,10 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("a", metavar="A", help=ref_help)
     compare.add_argument("b", metavar="B", help=ref_help)
     compare.set_defaults(handler=_interface_diff)
+
+    from seal_hub.hub.commands import add_hub_commands
+
+    add_hub_commands(commands)
     return parser
 
 

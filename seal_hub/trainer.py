@@ -16,16 +16,20 @@ group-normalised advantages by w_j (sign kept). Switches for the paper's ablatio
 `reweighting`, `closed_loop`; all three off is vanilla GRPO on the same budget.
 
 Not covered: vLLM generation inside the trainer (on GPUs, TRL's own vLLM integration plus the rollout
-engine's `VLLMBackend`; see the paper config) and publishing (`seal_hub.hub`).
+engine's `VLLMBackend`; see the paper config). Publishing: with `publish`, every checkpointed iteration's
+three artifacts go to the registry (`seal_hub.hub`), catching up on any a crash left unpublished.
 """
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+import pyarrow.parquet as pq
 import torch
 from accelerate.utils import gather_object
 from datasets import Dataset
@@ -37,8 +41,30 @@ from seal_hub.envs.bfcl import BfclSuite, EpisodeConfig, Task
 from seal_hub.evolve import EvolveConfig, RhoWindow, evolve
 from seal_hub.interface import InterfaceSnapshot
 from seal_hub.rollout import GenerationBackend, HFBackend, PolicyInfo, RolloutConfig, RolloutEngine, SamplingConfig
-from seal_hub.run_records import iteration_metrics, load_state, prune_after, save_state, write_iteration
+from seal_hub.rollout.records import read_trajectories
+from seal_hub.run_records import (
+    iteration_dir,
+    iteration_metrics,
+    load_state,
+    prune_after,
+    read_metrics,
+    save_state,
+    write_iteration,
+)
 from seal_hub.snapshot_store import SnapshotStore
+
+if TYPE_CHECKING:
+    from seal_hub.hub import PublishConfig
+
+# what a published adapter holds: PEFT's files and the tokenizer with its tool-capable chat template
+ADAPTER_FILES = (
+    "adapter_config.json",
+    "adapter_model.safetensors",
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "chat_template.jinja",
+    "special_tokens_map.json",
+)
 
 
 @dataclass
@@ -106,11 +132,13 @@ class SealTrainer(GRPOTrainer):
         policy_id: str = "policy",
         callbacks: list | None = None,
         backend_factory: Callable[[Any, Any, int], GenerationBackend] | None = None,
+        publish: PublishConfig | None = None,
     ) -> None:
         if not train_tasks:
             raise ValueError("train_tasks is empty: give the BFCL tasks to train on")
         self.suite = suite
         self.policy_id = policy_id
+        self.publish = publish
         self.backend_factory = backend_factory or self._default_backend
         self.interface = interface or InterfaceSnapshot.null(suite.name)
         self.evolve_config = EvolveConfig(closed_loop_rho=args.closed_loop, rho_beta=args.rho_beta)
@@ -225,6 +253,56 @@ class SealTrainer(GRPOTrainer):
         if self.args.should_save:
             folder = Path(self._get_output_dir(trial=trial)) / f"checkpoint-{self.state.global_step}"
             save_state(folder, self.seal_state())
+            self.publish_pending()
+
+    def publish_pending(self) -> list[int]:
+        """Publish every checkpointed iteration not yet in the registry (idempotent; catches up after a crash).
+
+        Each iteration's three artifacts: its rollouts and diagnoses, the interface version it trained against
+        (and any unpublished ancestors), and the adapter of its checkpoint.
+        """
+        if self.publish is None or not self.accelerator.is_main_process:
+            return []
+        from seal_hub.hub import iteration_tag, publish_interface, publish_iteration
+
+        registry, repos = self.publish.registry(), self.publish.repos
+        done = (
+            {v.tag for v in registry.versions(repos.adapter, "model")}
+            if registry.repo_exists(repos.adapter, "model")
+            else set()
+        )
+        published = []
+        for metrics in read_metrics(self.args.output_dir):
+            step = metrics["step"]
+            checkpoint = Path(self.args.output_dir) / f"checkpoint-{step}"
+            if step > self.state.global_step or iteration_tag(step) in done or not checkpoint.is_dir():
+                continue
+            snapshot = self.store.get(metrics["interface_version"])
+            for ancestor in self._lineage(snapshot)[:-1]:
+                publish_interface(repos.environment, ancestor, registry=registry)
+            folder = iteration_dir(self.args.output_dir, step)
+            with tempfile.TemporaryDirectory() as adapter:
+                for name in ADAPTER_FILES:
+                    if (checkpoint / name).is_file():
+                        shutil.copy2(checkpoint / name, Path(adapter) / name)
+                publish_iteration(
+                    repos,
+                    step,
+                    trajectories=read_trajectories(folder / "trajectories.parquet"),
+                    diagnoses=pq.read_table(folder / "diagnoses.parquet").to_pylist(),
+                    snapshot=snapshot,
+                    adapter_dir=adapter,
+                    base_model=self.publish.base_model,
+                    registry=registry,
+                )
+            published.append(step)
+        return published
+
+    def _lineage(self, snapshot: InterfaceSnapshot) -> list[InterfaceSnapshot]:
+        chain = [snapshot]
+        while chain[-1].parent is not None:
+            chain.append(self.store.get(chain[-1].parent))
+        return chain[::-1]
 
     def train(self, resume_from_checkpoint: str | bool | None = None, **kwargs):
         if resume_from_checkpoint:

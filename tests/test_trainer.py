@@ -164,3 +164,20 @@ def test_resume_after_a_kill_loses_and_duplicates_nothing(suite, tiny_dir, tmp_p
     numbers = sorted(int(v[1:]) for v in versions)
     assert numbers == list(range(len(numbers)))  # no version skipped
     assert resumed.state.global_step == 3
+
+
+def test_checkpointed_iterations_are_published_with_their_three_artifacts(suite, tiny_dir, tmp_path, monkeypatch):
+    from seal_hub.hub import PublishConfig, get_registry
+
+    monkeypatch.setenv("SEAL_HUB_REGISTRY", str(tmp_path / "registry"))
+    publish = PublishConfig(run="demo/tiny-run", backend="local", base_model="org/tiny-base")
+    trainer = make_trainer(suite, tiny_dir, tmp_path)
+    trainer.publish = publish
+    trainer.train()
+    registry = get_registry("local")
+    tags = lambda repo, kind: [v.tag for v in registry.versions(repo, kind)]  # noqa: E731
+    assert tags("demo/tiny-run-adapter", "model") == ["iter-1", "iter-2"]
+    assert tags("demo/tiny-run-trajectories", "dataset") == ["iter-1", "iter-2"]
+    environment = tags("demo/tiny-run-env", "dataset")
+    assert environment[0] == "v0" and set(environment) <= set(trainer.store.versions())
+    assert trainer.publish_pending() == []  # nothing left to publish: repeating is a no-op

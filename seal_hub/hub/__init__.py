@@ -1,0 +1,69 @@
+"""Versioned artifacts of a SEAL run, on a local git registry or the Hugging Face Hub, with one API.
+
+- References and the backend protocol: `Ref` (``[local://|hf://][models/|datasets/]namespace/name[@revision]``),
+  `Version`, `Registry`, `get_registry` (`registry.py`); the backends `LocalRegistry` (`local.py`, bare git
+  repositories) and `HubRegistry` (`hf.py`, `huggingface_hub`).
+- Publishing the three artifacts with cross-linked cards: `publish_trajectories`, `publish_interface`,
+  `publish_adapter`, `publish_iteration`, `RunRepos`, `PublishConfig` (`artifacts.py`; cards in `cards.py` from
+  the templates in `model_cards/`).
+- Loading by reference: `load_interface`, `load_trajectories`, `load_adapter`, `fetch` (`loading.py`).
+- Copying between registries: `sync_repo`, `sync_namespace` (`sync.py`); the CLI group `seal-hub hub` (`commands.py`).
+
+Importing this package is cheap: `datasets`, `huggingface_hub`, `peft` and torch load when a function needs them.
+"""
+
+from seal_hub.hub.artifacts import (
+    PublishConfig,
+    RunRepos,
+    iteration_tag,
+    publish_adapter,
+    publish_interface,
+    publish_iteration,
+    publish_trajectories,
+)
+from seal_hub.hub.cards import EvalScore, Link
+from seal_hub.hub.hf import HubRegistry
+from seal_hub.hub.loading import fetch, load_adapter, load_interface, load_trajectories
+from seal_hub.hub.local import LocalRegistry
+from seal_hub.hub.registry import (
+    HubError,
+    Ref,
+    Registry,
+    RepoNotFoundError,
+    RevisionNotFoundError,
+    Version,
+    VersionExistsError,
+    configured_backend,
+    get_registry,
+)
+from seal_hub.hub.sync import SyncReport, sync_namespace, sync_repo
+
+__all__ = [
+    "EvalScore",
+    "HubError",
+    "HubRegistry",
+    "LocalRegistry",
+    "Link",
+    "PublishConfig",
+    "Ref",
+    "Registry",
+    "RepoNotFoundError",
+    "RevisionNotFoundError",
+    "RunRepos",
+    "SyncReport",
+    "Version",
+    "VersionExistsError",
+    "configured_backend",
+    "fetch",
+    "get_registry",
+    "iteration_tag",
+    "load_adapter",
+    "load_interface",
+    "load_trajectories",
+    "publish_adapter",
+    "publish_interface",
+    "publish_iteration",
+    "publish_trajectories",
+    "sync_namespace",
+    "sync_repo",
+]

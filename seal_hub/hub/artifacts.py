@@ -1,0 +1,331 @@
+"""Publishing a run's three artifacts, each a versioned repository with a card linking the other two.
+
+- Trajectories + diagnoses: a dataset repo (``<run>-trajectories``). Version ``iter-<k>`` adds
+  ``trajectories/iter-<k>.parquet`` and ``diagnoses/iter-<k>.parquet`` to the previous version's files, so a tag
+  holds the run up to that iteration and ``main`` holds all of it; the card declares the two configurations
+  (``configs:``), so ``datasets.load_dataset(repo, "diagnoses", revision="iter-3")`` works on the Hub and on a
+  local checkout alike.
+- Environment interface: a dataset repo (``<run>-env``, viewer off) holding ``interface.json``; one version per
+  snapshot, tagged with the snapshot's version (``v3``). Its card is the changelog: `seal_hub.interface.diff`
+  from the parent (read from the same repo, which must hold it) and the failure profile and rules that caused
+  it. Publishing a snapshot whose version is already there with the same content hash is a no-op.
+- Adapter: a model repo (``<run>-adapter``) with the PEFT files, tag ``iter-<k>``; card metadata ``base_model``,
+  ``library_name: peft``, the seal/trl/grpo/tool-use tags, the dataset, the environment version and, when given,
+  evaluation results as ``model-index``.
+
+`publish_iteration` publishes all three for one iteration with matching links. `PublishConfig` is the config
+dataclass a recipe parses. Every artifact is assembled in a temporary folder and pushed as one version by the
+registry (`seal_hub.hub.registry`), which makes the push atomic.
+
+Not covered: loading (`seal_hub.hub.loading`), copying between registries (`seal_hub.hub.sync`), and deciding when
+to publish (the trainer).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from seal_hub.hub.cards import EvalScore, Link, adapter_card, dataset_card, environment_card
+from seal_hub.hub.registry import (
+    HubError,
+    Ref,
+    Registry,
+    Version,
+    VersionExistsError,
+    check_tag,
+    configured_backend,
+    get_registry,
+)
+
+GITATTRIBUTES = "".join(
+    f"{pattern} filter=lfs diff=lfs merge=lfs -text\n" for pattern in ("*.parquet", "*.safetensors", "*.bin", "*.pt")
+)
+ITERATION = re.compile(r"^iter-\d+$")
+INTERFACE_FILE = "interface.json"
+ADAPTER_CONFIG = "adapter_config.json"
+
+
+def iteration_tag(iteration: int) -> str:
+    if iteration < 0:
+        raise ValueError(f"iteration={iteration} must be >= 0")
+    return f"iter-{iteration}"
+
+
+@dataclass(frozen=True)
+class RunRepos:
+    """The three repositories of a run named ``namespace/name``."""
+
+    trajectories: str
+    environment: str
+    adapter: str
+
+    @classmethod
+    def of(cls, run: str) -> RunRepos:
+        Ref(run)  # validates namespace/name
+        return cls(f"{run}-trajectories", f"{run}-env", f"{run}-adapter")
+
+    def links(self, iteration: int, environment_version: str) -> dict[str, Link]:
+        tag = iteration_tag(iteration)
+        return {
+            "trajectories": Link("trajectories", self.trajectories, "dataset", tag),
+            "environment": Link("environment", self.environment, "dataset", environment_version),
+            "adapter": Link("adapter", self.adapter, "model", tag),
+        }
+
+
+@dataclass
+class PublishConfig:
+    """Where a run publishes its artifacts (parse it with TrlParser alongside the training config)."""
+
+    run: str = field(
+        default="",
+        metadata={"help": "Run id 'namespace/name'; its repos are <run>-trajectories, <run>-env, <run>-adapter."},
+    )
+    backend: str = field(
+        default="auto",
+        metadata={
+            "help": "'local': the local git registry ($SEAL_HUB_REGISTRY); 'hub': the Hugging Face Hub; 'auto': the "
+            "Hub when a token or HF_ENDPOINT is configured, else local.",
+            "choices": ["auto", "local", "hub"],
+        },
+    )
+    private: bool = field(default=False, metadata={"help": "Create Hub repositories private (Hub backend only)."})
+    base_model: str | None = field(
+        default=None,
+        metadata={"help": "Hub id the adapter card names as base_model (default: the adapter's own config)."},
+    )
+
+    def __post_init__(self) -> None:
+        if self.backend not in ("auto", "local", "hub"):
+            raise ValueError(f"backend={self.backend!r} is not one of 'auto', 'local', 'hub'")
+        if not self.run:
+            raise ValueError("run is empty: give the run id as 'namespace/name', e.g. run='alice/seal-qwen7b'")
+        try:
+            RunRepos.of(self.run)
+        except HubError as exc:
+            raise ValueError(f"run={self.run!r}: {exc}") from None
+        if self.private and self.backend == "local":
+            raise ValueError("private=True only applies to the Hub: set backend='hub' (or 'auto'), or private=False")
+
+    @property
+    def repos(self) -> RunRepos:
+        return RunRepos.of(self.run)
+
+    def registry(self) -> Registry:
+        backend = configured_backend() if self.backend == "auto" else self.backend
+        if backend == "hub":
+            from seal_hub.hub.hf import HubRegistry
+
+            return HubRegistry(private=self.private)
+        return get_registry("local")
+
+
+def _staging() -> Path:
+    return Path(tempfile.mkdtemp(prefix="seal_hub-publish-"))
+
+
+def _write(folder: Path, name: str, text: str) -> None:
+    path = folder / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+
+
+def publish_trajectories(
+    repo_id: str,
+    iteration: int,
+    trajectories: Sequence[Any],
+    diagnoses: Sequence[Mapping[str, Any]],
+    *,
+    links: Sequence[Link] = (),
+    registry: Registry | None = None,
+) -> Version:
+    """Add iteration `iteration`'s rollouts (`Trajectory` records) and diagnosis rows (`diagnosis_rows`)."""
+    from datasets import Dataset
+
+    from seal_hub.diagnosis import DIAGNOSIS_FEATURES
+    from seal_hub.rollout.records import to_dataset
+
+    if not trajectories:
+        raise ValueError(f"no trajectories to publish for iteration {iteration} of {repo_id}")
+    if len(diagnoses) != len(trajectories):
+        raise ValueError(
+            f"{len(trajectories)} trajectories but {len(diagnoses)} diagnosis rows: give one row per rollout "
+            "(seal_hub.diagnosis.diagnosis_rows)"
+        )
+    registry = registry or get_registry()
+    tag = iteration_tag(iteration)
+    previous = (
+        [v.tag for v in registry.versions(repo_id, "dataset")] if registry.repo_exists(repo_id, "dataset") else []
+    )
+    folder = _staging()
+    try:
+        for name in ("trajectories", "diagnoses"):
+            (folder / name).mkdir()
+        to_dataset(list(trajectories)).to_parquet(str(folder / "trajectories" / f"{tag}.parquet"))
+        rows = [dict(row) for row in diagnoses]
+        Dataset.from_list(rows, features=DIAGNOSIS_FEATURES).to_parquet(str(folder / "diagnoses" / f"{tag}.parquet"))
+        iterations = sorted({*(t for t in previous if ITERATION.match(t)), tag}, key=lambda t: int(t[5:]))
+        mean_reward = sum(t.reward for t in trajectories) / len(trajectories)
+        card = dataset_card(
+            repo_id,
+            tag,
+            iterations=iterations,
+            rollouts=len(trajectories),
+            mean_reward=mean_reward,
+            links=links,
+            iteration=iteration,
+        )
+        _write(folder, "README.md", card)
+        _write(folder, ".gitattributes", GITATTRIBUTES)
+        message = f"{tag}: {len(trajectories)} rollouts, mean reward {mean_reward:.3f}"
+        return registry.push(repo_id, "dataset", folder, tag=tag, message=message, keep_existing=True)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def publish_interface(
+    repo_id: str, snapshot: Any, *, links: Sequence[Link] = (), registry: Registry | None = None
+) -> Version:
+    """Publish an `InterfaceSnapshot` as version `snapshot.version`; its parent must already be in the repo."""
+    from seal_hub.interface import diff, load_snapshot
+
+    registry = registry or get_registry()
+    tag = check_tag(snapshot.version)
+    versions = registry.versions(repo_id, "dataset") if registry.repo_exists(repo_id, "dataset") else []
+    known = {v.tag: v for v in versions}
+    if tag in known:
+        stored = load_snapshot(registry.download(Ref(repo_id, "dataset", tag)) / INTERFACE_FILE)
+        if stored.content_hash == snapshot.content_hash:
+            return known[tag]
+        raise VersionExistsError(
+            f"{repo_id}@{tag} already holds interface {stored.content_hash[:12]}..., not "
+            f"{snapshot.content_hash[:12]}...: snapshots are immutable, evolve a new version"
+        )
+    changes: list[str] = []
+    if snapshot.parent is not None:
+        if snapshot.parent not in known:
+            have = ", ".join(known) or "none"
+            raise HubError(
+                f"{repo_id}: parent {snapshot.parent!r} of {tag!r} is not published (versions: {have}); "
+                "publish the parent first"
+            )
+        parent = load_snapshot(registry.download(Ref(repo_id, "dataset", snapshot.parent)) / INTERFACE_FILE)
+        changes = diff(parent, snapshot)
+    lineage = [v.tag for v in versions] + [tag]
+    folder = _staging()
+    try:
+        snapshot.save(folder / INTERFACE_FILE)
+        card = environment_card(snapshot, repo_id, changes=changes, lineage=lineage, links=links)
+        _write(folder, "README.md", card)
+        _write(folder, ".gitattributes", GITATTRIBUTES)
+        parent = snapshot.parent or "none"
+        message = f"{tag}: interface {snapshot.content_hash[:12]} (parent {parent}, {len(changes)} changes)"
+        return registry.push(repo_id, "dataset", folder, tag=tag, message=message)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _published_base(base_model: str) -> tuple[str, str | None]:
+    """A converted local stand-in (the offline demo model) is published under the id it stands in for."""
+    note_path = Path(base_model).expanduser() / "seal_hub_conversion.json"
+    if not note_path.is_file():
+        return base_model, None
+    note = json.loads(note_path.read_text(encoding="utf-8"))
+    if not note.get("stands_in_for"):
+        return base_model, None
+    return note[
+        "stands_in_for"
+    ], f"{note.get('weights', 'converted')} ({note.get('gguf_file')}, {note.get('package')})"
+
+
+def publish_adapter(
+    repo_id: str,
+    iteration: int,
+    adapter_dir: str | Path,
+    *,
+    base_model: str | None = None,
+    links: Sequence[Link] = (),
+    results: Sequence[EvalScore] = (),
+    registry: Registry | None = None,
+) -> Version:
+    """Publish a PEFT adapter folder (``save_pretrained`` output) as version ``iter-<iteration>``."""
+    adapter_dir = Path(adapter_dir)
+    config_path = adapter_dir / ADAPTER_CONFIG
+    if not config_path.is_file():
+        raise FileNotFoundError(
+            f"{adapter_dir} has no {ADAPTER_CONFIG}: give the folder PeftModel.save_pretrained wrote"
+        )
+    adapter_config = json.loads(config_path.read_text(encoding="utf-8"))
+    base_model = base_model or adapter_config.get("base_model_name_or_path")
+    if not base_model:
+        raise ValueError(f"{config_path} names no base_model_name_or_path: pass base_model='org/name'")
+    base_model, base_weights = _published_base(base_model)
+    registry = registry or get_registry()
+    tag = iteration_tag(iteration)
+    folder = _staging()
+    try:
+        for path in sorted(adapter_dir.rglob("*")):
+            relative = path.relative_to(adapter_dir)
+            if path.is_file() and relative.as_posix() not in ("README.md", ".gitattributes"):
+                (folder / relative).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(path, folder / relative)
+        card = adapter_card(
+            repo_id,
+            tag,
+            base_model=base_model,
+            links=links,
+            iteration=iteration,
+            results=results,
+            base_weights=base_weights,
+        )
+        _write(folder, "README.md", card)
+        _write(folder, ".gitattributes", GITATTRIBUTES)
+        message = f"{tag}: LoRA adapter on {base_model}" + (
+            ", " + ", ".join(f"{r.metric} {r.value}" for r in results) if results else ""
+        )
+        return registry.push(repo_id, "model", folder, tag=tag, message=message)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def publish_iteration(
+    repos: RunRepos,
+    iteration: int,
+    *,
+    trajectories: Sequence[Any],
+    diagnoses: Sequence[Mapping[str, Any]],
+    snapshot: Any,
+    adapter_dir: str | Path,
+    base_model: str | None = None,
+    results: Sequence[EvalScore] = (),
+    registry: Registry | None = None,
+) -> dict[str, Version]:
+    """Publish one iteration: the interface it trained against, its rollouts, its adapter; cards cross-linked."""
+    registry = registry or get_registry()
+    links = repos.links(iteration, snapshot.version)
+
+    def others(role: str) -> list[Link]:
+        return [link for name, link in links.items() if name != role]
+
+    return {
+        "environment": publish_interface(repos.environment, snapshot, links=others("environment"), registry=registry),
+        "trajectories": publish_trajectories(
+            repos.trajectories, iteration, trajectories, diagnoses, links=others("trajectories"), registry=registry
+        ),
+        "adapter": publish_adapter(
+            repos.adapter,
+            iteration,
+            adapter_dir,
+            base_model=base_model,
+            links=others("adapter"),
+            results=results,
+            registry=registry,
+        ),
+    }

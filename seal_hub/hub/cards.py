@@ -1,0 +1,236 @@
+"""Cards (README.md with YAML front matter) for the three artifacts, from the Jinja templates in `model_cards/`.
+
+Each card's metadata is built with `huggingface_hub`'s card-data classes (`ModelCardData`, `DatasetCardData`,
+`EvalResult`), so the YAML is what the Hub expects (``model-index`` from evaluation results, ``configs`` for the
+dataset's two configurations), and the body comes from ``model_cards/{adapter,dataset,environment}.md``
+(``$SEAL_HUB_CARD_TEMPLATES`` points elsewhere). Every card links the other two artifacts at the matching
+revision, as `repo@revision` and as a Hub URL (``https://huggingface.co``: a card describes the published artifact,
+and stays byte-identical when a local version is synced to the Hub).
+
+Design choice: cards are built only from the arguments given here (ids, revisions, numbers, the snapshot), never
+from the environment, so no token or local path can slip into one unless passed in on purpose.
+
+Not covered: writing or pushing the cards (`seal_hub.hub.artifacts`).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from seal_hub.hub.registry import RepoType
+
+TEMPLATES_ENV = "SEAL_HUB_CARD_TEMPLATES"
+HUB_URL = "https://huggingface.co"
+CARD_TAGS = ("seal", "trl", "grpo", "tool-use")
+DATA_CONFIGS = ("trajectories", "diagnoses")
+
+
+def templates_dir() -> Path:
+    configured = os.environ.get(TEMPLATES_ENV)
+    path = Path(configured) if configured else Path(__file__).resolve().parents[2] / "model_cards"
+    if not (path / "adapter.md").is_file():
+        raise FileNotFoundError(
+            f"no card templates in {path}: set {TEMPLATES_ENV} to the model_cards/ folder of the seal_hub sources"
+        )
+    return path
+
+
+@dataclass(frozen=True)
+class Link:
+    """One linked artifact at one revision, as a card shows it."""
+
+    role: str  # "trajectories", "environment", "adapter"
+    repo_id: str
+    repo_type: RepoType
+    revision: str
+
+    @property
+    def ref(self) -> str:
+        return f"{self.repo_id}@{self.revision}"
+
+    @property
+    def url(self) -> str:
+        prefix = "datasets/" if self.repo_type == "dataset" else ""
+        return f"{HUB_URL}/{prefix}{self.repo_id}/tree/{self.revision}"
+
+
+def _is_path(name: str) -> bool:
+    return name.startswith(("/", ".", "~")) or Path(name).expanduser().exists()
+
+
+@dataclass(frozen=True)
+class EvalScore:
+    """One evaluation result for an adapter card's model-index (default: BFCL v3 multi-turn, test split)."""
+
+    metric: str
+    value: float
+    name: str | None = None
+    dataset: str = "bfcl_v3_multi_turn"
+    dataset_name: str = "BFCL v3 multi-turn"
+    split: str | None = "test"
+
+
+def _render(kind: str, card_data: Any, **context: Any) -> str:
+    from huggingface_hub import DatasetCard, ModelCard
+
+    card_class = ModelCard if kind == "adapter" else DatasetCard
+    card = card_class.from_template(card_data, template_path=str(templates_dir() / f"{kind}.md"), **context)
+    return str(card).rstrip() + "\n"
+
+
+def _seal_metadata(links: Sequence[Link], **extra: Any) -> dict[str, Any]:
+    data = {key: value for key, value in extra.items() if value is not None}
+    data.update({link.role: link.ref for link in links})
+    return data
+
+
+def adapter_card(
+    repo_id: str,
+    tag: str,
+    *,
+    base_model: str,
+    links: Sequence[Link],
+    iteration: int | None = None,
+    results: Sequence[EvalScore] = (),
+    base_weights: str | None = None,
+) -> str:
+    """The adapter's README: PEFT metadata, the datasets, the environment version, and model-index when scored."""
+    from huggingface_hub import EvalResult, ModelCardData
+
+    environment = next((link.ref for link in links if link.role == "environment"), "(not recorded)")
+    evals = [
+        EvalResult(
+            task_type="text-generation",
+            task_name="Multi-turn tool use",
+            dataset_type=r.dataset,
+            dataset_name=r.dataset_name,
+            dataset_split=r.split,
+            metric_type=r.metric,
+            metric_value=r.value,
+            metric_name=r.name,
+        )
+        for r in results
+    ]
+    data = ModelCardData(
+        base_model=base_model,
+        library_name="peft",
+        pipeline_tag="text-generation",
+        tags=[*CARD_TAGS, "lora"],
+        datasets=[link.repo_id for link in links if link.role == "trajectories"] or None,
+        model_name=repo_id if evals else None,
+        eval_results=evals or None,
+        seal=_seal_metadata(links, iteration=iteration, revision=tag, base_weights=base_weights),
+    )
+    base_url = None if _is_path(base_model) else f"{HUB_URL}/{base_model}"
+    ref = f"hf://{repo_id}@{tag}"
+    return _render(
+        "adapter",
+        data,
+        repo_id=repo_id,
+        tag=tag,
+        ref=ref,
+        base_model=base_model,
+        base_model_url=base_url,
+        base_weights=base_weights,
+        iteration=iteration,
+        links=list(links),
+        results=evals,
+        environment=environment,
+    )
+
+
+def dataset_card(
+    repo_id: str,
+    tag: str,
+    *,
+    iterations: Sequence[str],
+    rollouts: int,
+    mean_reward: float,
+    links: Sequence[Link],
+    iteration: int | None = None,
+) -> str:
+    """The trajectories dataset's README: the two configurations, the iterations it holds, the links."""
+    from huggingface_hub import DatasetCardData
+
+    configs = [
+        {"config_name": name, "data_files": [{"split": "train", "path": f"{name}/*.parquet"}]}
+        | ({"default": True} if name == "trajectories" else {})
+        for name in DATA_CONFIGS
+    ]
+    data = DatasetCardData(
+        pretty_name=f"SEAL rollouts: {repo_id}",
+        task_categories=["text-generation"],
+        tags=[*CARD_TAGS, "trajectories", "bfcl"],
+        configs=configs,
+        seal=_seal_metadata(links, iteration=iteration, revision=tag, iterations=list(iterations)),
+    )
+    return _render(
+        "dataset",
+        data,
+        repo_id=repo_id,
+        tag=tag,
+        iterations=list(iterations),
+        rollouts=rollouts,
+        mean_reward=mean_reward,
+        links=list(links),
+    )
+
+
+def environment_card(
+    snapshot: Any, repo_id: str, *, changes: Sequence[str], lineage: Sequence[str], links: Sequence[Link]
+) -> str:
+    """The interface repo's README for `snapshot` (an `InterfaceSnapshot`): changelog from its parent, and cause."""
+    from huggingface_hub import DatasetCardData
+
+    cause = None
+    if snapshot.cause is not None:
+        profile = snapshot.cause.profile
+        rows = [
+            {"label": str(label), "count": s.count, "prevalence": s.prevalence, "mean_reward": s.mean_reward}
+            for label, s in sorted(profile.labels.items(), key=lambda item: -item[1].prevalence)
+        ]
+        cause = {
+            "rollouts": profile.rollouts,
+            "turns": profile.turns,
+            "labels": rows,
+            "rules": list(snapshot.cause.rules),
+        }
+    data = DatasetCardData(
+        pretty_name=f"SEAL learning interface: {repo_id}",
+        tags=[*CARD_TAGS, "learning-interface", "environment"],
+        viewer=False,
+        seal=_seal_metadata(
+            links,
+            version=snapshot.version,
+            parent=snapshot.parent,
+            content_hash=snapshot.content_hash,
+            suite=snapshot.suite,
+            train_only=snapshot.train_only,
+        ),
+    )
+    return _render(
+        "environment",
+        data,
+        repo_id=repo_id,
+        ref=f"hf://{repo_id}@{snapshot.version}",
+        version=snapshot.version,
+        parent=snapshot.parent,
+        suite=snapshot.suite,
+        content_hash=snapshot.content_hash,
+        train_only=snapshot.train_only,
+        lineage=list(lineage),
+        changes=list(changes),
+        cause=cause,
+        links=list(links),
+    )
+
+
+def card_metadata(text: str) -> dict[str, Any]:
+    """The YAML front matter of a card as a dict (empty when there is none)."""
+    from huggingface_hub import RepoCard
+
+    return RepoCard(text).data.to_dict()
