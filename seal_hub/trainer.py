@@ -193,10 +193,12 @@ class SealTrainer(GRPOTrainer):
         diagnoses = [diagnose(t, self.suite.task(t.task_id)) for t in trajectories]
         rho = dict(self.window.rho)
         self._weights = [d.weight(rho) if args.reweighting else 1.0 for d in diagnoses]
-        self._update_loop(gather_object(diagnoses))
+        # every rank's rollouts: the loop updates from all of them, the records keep all of them
+        everyone = gather_object(trajectories), gather_object(diagnoses), gather_object(self._weights)
+        self._update_loop(everyone[1])
         if self.accelerator.is_main_process:
-            metrics = iteration_metrics(trajectories, diagnoses, self._weights, rho, interface)
-            write_iteration(args.output_dir, self.state.global_step + 1, trajectories, diagnoses, metrics, rho)
+            metrics = iteration_metrics(*everyone, rho, interface)
+            write_iteration(args.output_dir, self.state.global_step + 1, everyone[0], everyone[1], metrics, rho)
         self._log_seal_metrics(trajectories, rho, interface)
         return {
             "prompt_ids": [t.token_ids[: t.prompt_length] for t in trajectories],

@@ -1,0 +1,50 @@
+"""SEAL in two CPU processes (gloo): both ranks see every rank's diagnoses and end in the same state.
+
+`accelerate launch` runs several CPU processes only through MPI (`--mpirun_hostfile`), which this machine
+lacks; `torchrun` sets the same environment accelerate reads, so it stands in for it here.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from seal_hub.rollout.records import read_trajectories
+
+
+@pytest.mark.slow
+def test_two_processes_share_the_loop_and_keep_every_rollout(tmp_path):
+    from seal_hub.models import build_tiny_model
+
+    model_dir = build_tiny_model(tmp_path / "tiny")
+    out = tmp_path / "run"
+    script = Path(__file__).parent / "scripts" / "two_process_train.py"
+    env = os.environ | {"OMP_NUM_THREADS": "1"}
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--nproc_per_node",
+            "2",
+            str(script),
+            str(out),
+            str(model_dir),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    reports = [json.loads((out / f"rank{r}.json").read_text()) for r in (0, 1)]
+    assert {r["world"] for r in reports} == {2}
+    assert reports[0]["interface"] == reports[1]["interface"] and reports[0]["rho"] == reports[1]["rho"]
+    assert reports[0]["window"] == reports[1]["window"] == 8  # 2 steps x 2 ranks x 2 rollouts
+    for step in ("step_000001", "step_000002"):
+        assert len(read_trajectories(out / "iterations" / step / "trajectories.parquet")) == 4  # both ranks'
