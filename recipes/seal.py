@@ -10,10 +10,12 @@ Launch (the CPU demo is the default when no --config is given):
         --config recipes/configs/paper_full_ft.yaml
 
 Ablations of the paper, same recipe and budget: `--env_adaptation false`, `--reweighting false`,
-`--closed_loop false`; all three false is vanilla GRPO. Relaunching with the same `--output_dir` resumes
-from its last checkpoint. Arguments: `SealScriptArguments` below, `seal_hub.trainer.SealConfig` (TRL's
-GRPOConfig plus SEAL's fields) and `seal_hub.models.PolicyConfig` (TRL's ModelConfig); YAML keys and flags
-are the field names.
+`--closed_loop false`; all three false is vanilla GRPO. `--sft_warmup_steps N` first fits the training
+tasks' ground truth with SFT (format teaching for small models; off by default). Relaunching with the same
+`--output_dir` resumes from its last checkpoint.
+
+Arguments: `SealScriptArguments` below, `seal_hub.trainer.SealConfig` (TRL's GRPOConfig plus SEAL's fields)
+and `seal_hub.models.PolicyConfig` (TRL's ModelConfig); YAML keys and flags are the field names.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
+from peft import get_peft_model
 from transformers.trainer_utils import get_last_checkpoint
 from trl import TrlParser
 
@@ -32,6 +35,7 @@ from seal_hub.hub import PublishConfig
 from seal_hub.models import PolicyConfig, load_policy, lora_config
 from seal_hub.run_records import read_metrics
 from seal_hub.trainer import SealConfig, SealTrainer
+from seal_hub.warmup import run_warmup, warmup_dataset
 
 DEFAULT_CONFIG = Path(__file__).parent / "configs" / "demo_cpu.yaml"
 
@@ -58,6 +62,11 @@ class SealScriptArguments:
             "choices": ["auto", "local", "hub"],
         },
     )
+    sft_warmup_steps: int = field(
+        default=0,
+        metadata={"help": "SFT steps on the training tasks' ground truth before SEAL (format teaching); 0: none."},
+    )
+    sft_learning_rate: float = field(default=1e-4, metadata={"help": "Learning rate of the SFT warm-up."})
     task_order: str = field(
         default="split",
         metadata={
@@ -108,13 +117,31 @@ def main(script_args: SealScriptArguments, training_args: SealConfig, model_args
     suite = BfclSuite()
     tasks = training_tasks(suite, script_args)
     model, tokenizer = load_policy(model_args, trust_remote_code=training_args.trust_remote_code)
+    last = get_last_checkpoint(training_args.output_dir) if Path(training_args.output_dir).is_dir() else None
+    peft_config = lora_config(model_args)
+    if script_args.sft_warmup_steps and last is None:  # a resumed run already has its warmed-up adapter
+        model = get_peft_model(model, peft_config) if peft_config is not None else model
+        peft_config = None
+        run_warmup(
+            model,
+            tokenizer,
+            warmup_dataset(suite, tasks),
+            script_args.sft_warmup_steps,
+            output_dir=str(Path(training_args.output_dir) / "sft-warmup"),
+            learning_rate=script_args.sft_learning_rate,
+            use_cpu=training_args.use_cpu,
+            bf16=training_args.bf16,
+            per_device_train_batch_size=1,
+            max_length=training_args.max_context_tokens,
+            seed=training_args.seed,
+        )
     trainer = SealTrainer(
         model,
         training_args,
         suite,
         tasks,
         tokenizer,
-        peft_config=lora_config(model_args),
+        peft_config=peft_config,
         policy_id=model_args.model_name_or_path,
         publish=PublishConfig(
             run=script_args.publish_run, backend=script_args.publish_backend, base_model=model_args.model_name_or_path
@@ -122,7 +149,6 @@ def main(script_args: SealScriptArguments, training_args: SealConfig, model_args
         if script_args.publish_run
         else None,
     )
-    last = get_last_checkpoint(training_args.output_dir) if Path(training_args.output_dir).is_dir() else None
     trainer.train(resume_from_checkpoint=last)
     trainer.save_model(training_args.output_dir)
     if trainer.accelerator.is_main_process:

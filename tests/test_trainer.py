@@ -181,3 +181,50 @@ def test_checkpointed_iterations_are_published_with_their_three_artifacts(suite,
     environment = tags("demo/tiny-run-env", "dataset")
     assert environment[0] == "v0" and set(environment) <= set(trainer.store.versions())
     assert trainer.publish_pending() == []  # nothing left to publish: repeating is a no-op
+
+
+def test_sft_warmup_conversations_and_steps(suite, tiny_dir, tmp_path):
+    from peft import get_peft_model
+
+    from seal_hub.models import PolicyConfig, load_policy, lora_config
+    from seal_hub.warmup import ABSTAIN, CLOSING, run_warmup, warmup_dataset
+
+    dataset = warmup_dataset(suite, suite.select(["multi_turn_base_1", "multi_turn_miss_param_0"]))
+    first = dataset[0]["messages"]
+    task = suite.task("multi_turn_base_1")
+    calls = [m for m in first if m["role"] == "assistant" and m["tool_calls"]]
+    assert [[c["function"]["name"] for c in m["tool_calls"]] for m in calls] == [
+        [c.name for c in turn] for turn in task.ground_truth
+    ]
+    tool_outputs = [m["content"] for m in first if m["role"] == "tool"]
+    assert tool_outputs == list(o for turn in suite.ground_truth(task).turns for o in turn.outputs)
+    assert [m["content"] for m in first if m["role"] == "assistant" and not m["tool_calls"]] == [
+        CLOSING
+    ] * task.num_turns
+    abstaining = suite.task("multi_turn_miss_param_0")
+    replies = [m["content"] for m in dataset[1]["messages"] if m["role"] == "assistant" and not m["tool_calls"]]
+    assert replies == [CLOSING if calls else ABSTAIN for calls in abstaining.ground_truth]
+
+    policy = PolicyConfig(
+        model_name_or_path=str(tiny_dir),
+        use_peft=True,
+        lora_r=4,
+        lora_alpha=8,
+        lora_target_modules=["q_proj", "v_proj"],
+    )
+    model, tokenizer = load_policy(policy)
+    model = get_peft_model(model, lora_config(policy))
+    before = {n: p.detach().clone() for n, p in model.named_parameters() if p.requires_grad}
+    run_warmup(
+        model,
+        tokenizer,
+        dataset,
+        steps=2,
+        output_dir=str(tmp_path / "sft"),
+        learning_rate=1e-2,
+        use_cpu=True,
+        per_device_train_batch_size=1,
+        max_length=8192,
+        disable_tqdm=True,
+    )
+    assert all(not torch.equal(before[n], p.detach()) for n, p in model.named_parameters() if n in before)
