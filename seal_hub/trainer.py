@@ -116,7 +116,10 @@ class _EpochWindow(TrainerCallback):
         self.trainer = trainer
 
     def on_epoch_begin(self, args, state, control, **kwargs):
-        self.trainer.window.reset()
+        epoch = int(state.epoch or 0)  # a resumed run re-enters its epoch: its window is kept
+        if epoch != self.trainer.window_epoch:
+            self.trainer.window.reset()
+            self.trainer.window_epoch = epoch
 
 
 class SealTrainer(GRPOTrainer):
@@ -143,6 +146,7 @@ class SealTrainer(GRPOTrainer):
         self.interface = interface or InterfaceSnapshot.null(suite.name)
         self.evolve_config = EvolveConfig(closed_loop_rho=args.closed_loop, rho_beta=args.rho_beta)
         self.window = RhoWindow(self.evolve_config)
+        self.window_epoch = 0
         self.store = SnapshotStore(Path(args.output_dir) / "interfaces")
         self._weights: list[float] | None = None
         self._generations = 0
@@ -178,13 +182,14 @@ class SealTrainer(GRPOTrainer):
         args: SealConfig = self.args
         tasks = self.suite.select(prompts)
         tokenizer = self.processing_class
-        backend = self.backend_factory(self.accelerator.unwrap_model(self.model), tokenizer, self.state.global_step)
+        step = self.state.global_step
+        backend = self.backend_factory(self.accelerator.unwrap_model(self.model), tokenizer, step)
         config = RolloutConfig(
             num_generations=1,  # TRL already repeated each prompt num_generations times
             max_live_episodes=args.max_live_episodes,
             max_context_tokens=args.max_context_tokens,
             parser_style=args.parser_style,
-            sampling=SamplingConfig(args.temperature, args.top_p, args.max_new_tokens, args.seed),
+            sampling=SamplingConfig(args.temperature, args.top_p, args.max_new_tokens, args.seed + step),
             episode=EpisodeConfig(max_steps_per_turn=args.max_steps_per_turn),
         )
         interface = self.interface
@@ -198,7 +203,7 @@ class SealTrainer(GRPOTrainer):
         self._update_loop(everyone[1])
         if self.accelerator.is_main_process:
             metrics = iteration_metrics(*everyone, rho, interface)
-            write_iteration(args.output_dir, self.state.global_step + 1, everyone[0], everyone[1], metrics, rho)
+            write_iteration(args.output_dir, step + 1, everyone[0], everyone[1], metrics, rho)
         self._log_seal_metrics(trajectories, rho, interface)
         return {
             "prompt_ids": [t.token_ids[: t.prompt_length] for t in trajectories],
@@ -241,6 +246,7 @@ class SealTrainer(GRPOTrainer):
     def seal_state(self) -> dict[str, Any]:
         return {
             "generations": self._generations,
+            "window_epoch": self.window_epoch,
             "rho": {str(k): v for k, v in self.window.rho.items()},
             "window": [
                 {"task_id": d.task_id, "reward": d.reward, "labels": [None if x is None else str(x) for x in d.labels]}
@@ -320,6 +326,7 @@ class SealTrainer(GRPOTrainer):
         state = load_state(folder)
         step = int(Path(folder).name.rsplit("-", 1)[1])
         self._generations = state["generations"]
+        self.window_epoch = state["window_epoch"]
         self.window.rho = {Label(k): float(v) for k, v in state["rho"].items()}
         self.window.diagnoses = [
             RolloutDiagnosis(d["task_id"], d["reward"], tuple(None if x is None else Label(x) for x in d["labels"]))

@@ -228,3 +228,15 @@ def test_sft_warmup_conversations_and_steps(suite, tiny_dir, tmp_path):
         disable_tqdm=True,
     )
     assert all(not torch.equal(before[n], p.detach()) for n, p in model.named_parameters() if n in before)
+
+
+def test_the_closed_loop_window_resets_each_epoch_but_not_on_resume(suite, tiny_dir, tmp_path):
+    from transformers import TrainerState
+
+    trainer = make_trainer(suite, tiny_dir, tmp_path, max_steps=1)
+    callback = next(c for c in trainer.callback_handler.callbacks if type(c).__name__ == "_EpochWindow")
+    trainer.window.add([RolloutDiagnosis("t", 0.0, (Label.MISSING_TOOL_CALL,))])
+    callback.on_epoch_begin(trainer.args, TrainerState(epoch=0.5), None)  # a resume inside epoch 0
+    assert len(trainer.window.diagnoses) == 1
+    callback.on_epoch_begin(trainer.args, TrainerState(epoch=1.0), None)  # epoch 1 begins
+    assert trainer.window.diagnoses == [] and trainer.window_epoch == 1
