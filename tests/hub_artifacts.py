@@ -4,22 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from seal_hub.diagnosis import FailureProfile, Label, RolloutDiagnosis, diagnosis_rows
+from test_interface import PROFILE as INTERFACE_TEST_PROFILE
+
+from seal_hub.diagnosis import Label, RolloutDiagnosis, diagnosis_rows
 from seal_hub.evolve import evolve
 from seal_hub.interface import InterfaceSnapshot
 from seal_hub.rollout.records import MessageRecord, Trajectory, TurnRecord, VerdictRecord
 
-PROFILE = FailureProfile.from_dict(
-    {
-        "rollouts": 40,
-        "turns": 100,
-        "labels": {
-            "missing_tool_call": {"count": 25, "prevalence": 0.25, "mean_reward": 0.3},
-            "spurious_tool_call": {"count": 12, "prevalence": 0.12, "mean_reward": 0.1},
-            "pass": {"count": 63, "prevalence": 0.63, "mean_reward": 0.5},
-        },
-    }
-)
+PROFILE = INTERFACE_TEST_PROFILE  # the failure profile the interface tests evolve from
 
 
 def trajectories(iteration: int, count: int = 4, interface_version: str = "v0") -> list[Trajectory]:
