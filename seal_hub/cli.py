@@ -172,17 +172,28 @@ def _describe_snapshot(snapshot) -> list[str]:
     return [*lines, *(f"  rule: {rule}" for rule in s.cause.rules)]
 
 
-def _interface_show(args: argparse.Namespace) -> int:
+def _snapshot(path_or_ref: str):
+    """A snapshot from a JSON file, or from a published environment version (`ns/name-env@v3`)."""
+    from pathlib import Path
+
     from seal_hub.interface import load_snapshot
 
-    print("\n".join(_describe_snapshot(load_snapshot(args.snapshot))))
+    if Path(path_or_ref).exists() or path_or_ref.endswith(".json"):
+        return load_snapshot(path_or_ref)
+    from seal_hub.hub import load_interface
+
+    return load_interface(path_or_ref)
+
+
+def _interface_show(args: argparse.Namespace) -> int:
+    print("\n".join(_describe_snapshot(_snapshot(args.snapshot))))
     return 0
 
 
 def _interface_diff(args: argparse.Namespace) -> int:
-    from seal_hub.interface import diff, load_snapshot
+    from seal_hub.interface import diff
 
-    a, b = load_snapshot(args.a), load_snapshot(args.b)
+    a, b = _snapshot(args.a), _snapshot(args.b)
     print(f"--- {args.a} ({a.version}, {a.content_hash[:12]})")
     print(f"+++ {args.b} ({b.version}, {b.content_hash[:12]})")
     print("\n".join(diff(a, b)) or "no differences")
@@ -223,7 +234,7 @@ def build_parser() -> argparse.ArgumentParser:
     interface = commands.add_parser("interface", help="learning-interface snapshots").add_subparsers(
         dest="interface_command", required=True
     )
-    ref_help = "a snapshot JSON file (Hub references, repo@version, come with the Hub registry)"
+    ref_help = "a snapshot JSON file, or a published version: ns/name-env@v3 (local:// or hf:// to choose)"
     show = interface.add_parser("show", help="print a snapshot: version, parent, hash, components, rho, cause")
     show.add_argument("snapshot", metavar="PATH_OR_REF", help=ref_help)
     show.set_defaults(handler=_interface_show)

@@ -388,3 +388,21 @@ def test_cli_lists_shows_and_pulls_versions(published, tmp_path, capsys):
     assert main(["hub", "show", "local://alice/run1-env@v7"]) == 2
     err = capsys.readouterr().err
     assert "alice/run1-env@v7" in err and "v0, v1, v2" in err and "Traceback" not in err
+
+
+def test_interface_show_and_diff_take_published_refs(registry, capsys):
+    from seal_hub.cli import main
+    from seal_hub.hub import publish_interface
+
+    first, second = snapshots()[:2]
+    for snapshot in (first, second):
+        publish_interface("alice/run-env", snapshot, registry=registry)
+    assert (
+        main(["interface", "diff", f"alice/run-env@{first.version}", f"local://alice/run-env@{second.version}"]) == 0
+    )
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == f"--- alice/run-env@{first.version} ({first.version}, {first.content_hash[:12]})"
+    assert out[1].startswith(f"+++ local://alice/run-env@{second.version} ({second.version}, ")
+    assert out[2:] == diff(first, second)
+    assert main(["interface", "show", "alice/run-env@v99"]) == 2
+    assert "v99" in capsys.readouterr().err
