@@ -16,6 +16,7 @@ Not covered: writing or pushing the cards (`seal_hub.hub.artifacts`).
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,13 +31,22 @@ DATA_CONFIGS = ("trajectories", "diagnoses")
 
 
 def templates_dir() -> Path:
+    """$SEAL_HUB_CARD_TEMPLATES, else the checkout's model_cards/ (editable install), else the installed copy."""
     configured = os.environ.get(TEMPLATES_ENV)
-    path = Path(configured) if configured else Path(__file__).resolve().parents[2] / "model_cards"
-    if not (path / "adapter.md").is_file():
-        raise FileNotFoundError(
-            f"no card templates in {path}: set {TEMPLATES_ENV} to the model_cards/ folder of the seal_hub sources"
-        )
-    return path
+    if configured:
+        candidates = [Path(configured)]
+    else:
+        candidates = [
+            Path(__file__).resolve().parents[2] / "model_cards",
+            Path(sys.prefix) / "share" / "seal_hub" / "model_cards",
+        ]
+    for path in candidates:
+        if (path / "adapter.md").is_file():
+            return path
+    raise FileNotFoundError(
+        f"no card templates in {' or '.join(map(str, candidates))}: set {TEMPLATES_ENV} to the model_cards/ "
+        "folder of the seal_hub sources"
+    )
 
 
 @dataclass(frozen=True)
