@@ -109,3 +109,25 @@ def test_diagnose_cli_prints_the_label_table(tmp_path, capsys, monkeypatch):
 def test_diagnose_cli_without_trajectories_is_a_one_line_error(tmp_path, capsys):
     assert main(["diagnose", str(tmp_path)]) == 2
     assert "no trajectory Parquet files" in capsys.readouterr().err
+
+
+def test_a_corrupt_trajectory_file_is_a_clear_error(tmp_path, capsys):
+    bad = tmp_path / "run" / "trajectories.parquet"
+    bad.parent.mkdir()
+    bad.write_bytes(b"PAR1 this is not parquet")
+    with pytest.raises(ValueError, match="not a readable trajectory Parquet file"):
+        read_trajectories(bad)
+    assert main(["diagnose", str(bad.parent)]) == 2
+    err = capsys.readouterr().err
+    assert "trajectories.parquet" in err and "Traceback" not in err
+
+
+def test_a_corrupt_checkpoint_state_names_the_file_and_the_fix(tmp_path):
+    from seal_hub.run_records import load_state
+
+    (tmp_path / "checkpoint-3").mkdir()
+    (tmp_path / "checkpoint-3" / "seal_state.json").write_text("{truncated")
+    with pytest.raises(ValueError, match="seal_state.json is not valid JSON.*delete the checkpoint"):
+        load_state(tmp_path / "checkpoint-3")
+    with pytest.raises(FileNotFoundError, match="is not a SEAL checkpoint"):
+        load_state(tmp_path)
