@@ -54,16 +54,7 @@ def replay_turns(suite, task, steps, config=BFCL_PROTOCOL):
             TurnRecord(
                 index=index,
                 steps=step_records,
-                verdict=None
-                if v is None
-                else VerdictRecord(
-                    passed=v.passed,
-                    expects_calls=v.expects_calls,
-                    model_calls=v.model_calls,
-                    error_type=v.error_type,
-                    state_differences=list(v.state_differences),
-                    missing_outputs=list(v.missing_outputs),
-                ),
+                verdict=None if v is None else VerdictRecord.of(v),
             )
         )
     return records, verdict

@@ -40,17 +40,23 @@ def half_right(suite):
     return lambda model, tokenizer, step: ScriptedBackend(tokenizer, script)
 
 
-def make_trainer(suite, tiny_dir, tmp_path, backend=None, **overrides):
-    from seal_hub.models import PolicyConfig, load_policy, lora_config
-    from seal_hub.trainer import SealConfig, SealTrainer
+def tiny_policy(tiny_dir):
+    from seal_hub.models import PolicyConfig
 
-    policy = PolicyConfig(
+    return PolicyConfig(
         model_name_or_path=str(tiny_dir),
         use_peft=True,
         lora_r=4,
         lora_alpha=8,
         lora_target_modules=["q_proj", "v_proj"],
     )
+
+
+def make_trainer(suite, tiny_dir, tmp_path, backend=None, **overrides):
+    from seal_hub.models import load_policy, lora_config
+    from seal_hub.trainer import SealConfig, SealTrainer
+
+    policy = tiny_policy(tiny_dir)
     model, tokenizer = load_policy(policy)
     settings = dict(
         output_dir=str(tmp_path / "run"),
@@ -186,7 +192,7 @@ def test_checkpointed_iterations_are_published_with_their_three_artifacts(suite,
 def test_sft_warmup_conversations_and_steps(suite, tiny_dir, tmp_path):
     from peft import get_peft_model
 
-    from seal_hub.models import PolicyConfig, load_policy, lora_config
+    from seal_hub.models import load_policy, lora_config
     from seal_hub.warmup import ABSTAIN, CLOSING, run_warmup, warmup_dataset
 
     dataset = warmup_dataset(suite, suite.select(["multi_turn_base_1", "multi_turn_miss_param_0"]))
@@ -205,13 +211,7 @@ def test_sft_warmup_conversations_and_steps(suite, tiny_dir, tmp_path):
     replies = [m["content"] for m in dataset[1]["messages"] if m["role"] == "assistant" and not m["tool_calls"]]
     assert replies == [CLOSING if calls else ABSTAIN for calls in abstaining.ground_truth]
 
-    policy = PolicyConfig(
-        model_name_or_path=str(tiny_dir),
-        use_peft=True,
-        lora_r=4,
-        lora_alpha=8,
-        lora_target_modules=["q_proj", "v_proj"],
-    )
+    policy = tiny_policy(tiny_dir)
     model, tokenizer = load_policy(policy)
     model = get_peft_model(model, lora_config(policy))
     before = {n: p.detach().clone() for n, p in model.named_parameters() if p.requires_grad}

@@ -206,7 +206,7 @@ class _Live:
             TurnRecord(
                 index=i,
                 steps=steps,
-                verdict=VerdictRecord(**_verdict(verdict.turns[i])) if i < len(verdict.turns) else None,
+                verdict=VerdictRecord.of(verdict.turns[i]) if i < len(verdict.turns) else None,
             )
             for i, steps in enumerate(self.turns)
         ]
@@ -236,17 +236,6 @@ class _Live:
             environment_seconds=self.environment_seconds,
             total_seconds=time.perf_counter() - self.started,
         )
-
-
-def _verdict(turn) -> dict[str, Any]:
-    return {
-        "passed": turn.passed,
-        "expects_calls": turn.expects_calls,
-        "model_calls": turn.model_calls,
-        "error_type": turn.error_type,
-        "state_differences": list(turn.state_differences),
-        "missing_outputs": list(turn.missing_outputs),
-    }
 
 
 def _message(message: dict[str, Any]) -> MessageRecord:

@@ -64,6 +64,18 @@ class VerdictRecord(_Record):
     state_differences: list[str] = []
     missing_outputs: list[str] = []
 
+    @classmethod
+    def of(cls, verdict) -> VerdictRecord:
+        """The record of a verifier's `TurnVerdict`."""
+        return cls(
+            passed=verdict.passed,
+            expects_calls=verdict.expects_calls,
+            model_calls=verdict.model_calls,
+            error_type=verdict.error_type,
+            state_differences=list(verdict.state_differences),
+            missing_outputs=list(verdict.missing_outputs),
+        )
+
 
 class TurnRecord(_Record):
     index: int
