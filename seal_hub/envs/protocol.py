@@ -146,5 +146,46 @@ class StepResult:
     reward: float | None = None  # set when done
 
 
+FORCE_TERMINATED = "multi_turn:force_terminated"  # BFCL's error type of an episode cut by a limit
+
+
+@dataclass(frozen=True)
+class TurnVerdict:
+    turn: int
+    expects_calls: bool
+    model_calls: int  # structured calls the model attempted this turn (unparseable text not counted)
+    passed: bool
+    error_type: str | None = None
+    state_differences: tuple[str, ...] = ()  # "Class.attribute" that differ from the ground truth
+    missing_outputs: tuple[str, ...] = ()  # ground-truth outputs the model's outputs do not cover
+
+
+@dataclass(frozen=True)
+class EpisodeVerdict:
+    turns: tuple[TurnVerdict, ...]
+    num_turns: int
+    force_terminated: bool = False
+
+    @property
+    def passed(self) -> bool:
+        return not self.force_terminated and len(self.turns) == self.num_turns and all(t.passed for t in self.turns)
+
+    @property
+    def reward(self) -> float:
+        return 1.0 if self.passed else 0.0
+
+    @property
+    def error_type(self) -> str | None:
+        """The error type bfcl-eval reports for this episode (its first failing turn), None if it passes."""
+        if self.force_terminated:
+            return FORCE_TERMINATED
+        failed = next((t for t in self.turns if not t.passed), None)
+        return failed.error_type if failed else None
+
+    @property
+    def first_failed_turn(self) -> int | None:
+        return next((t.turn for t in self.turns if not t.passed), None)
+
+
 class EpisodeError(RuntimeError):
     """The caller misused an episode (stepped it after it finished, or after close)."""

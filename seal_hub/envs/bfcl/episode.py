@@ -35,15 +35,17 @@ from seal_hub.envs.bfcl.tools import (
     type_problem,
     validate_arguments,
 )
-from seal_hub.envs.bfcl.verifier import EpisodeVerdict, GroundTruthTrace, TurnVerdict, check_turn
+from seal_hub.envs.bfcl.verifier import GroundTruthTrace, check_turn
 from seal_hub.envs.protocol import (
     Action,
     EpisodeError,
+    EpisodeVerdict,
     ErrorKind,
     Observation,
     StepResult,
     ToolCall,
     ToolResult,
+    TurnVerdict,
 )
 
 _NAME_SHOWN = 80  # characters of an offending tool name echoed back to the model

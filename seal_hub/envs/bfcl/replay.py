@@ -19,8 +19,7 @@ from tqdm.auto import tqdm
 from seal_hub.envs.bfcl.episode import Episode, EpisodeConfig
 from seal_hub.envs.bfcl.suite import BfclSuite
 from seal_hub.envs.bfcl.tasks import Task
-from seal_hub.envs.bfcl.verifier import EpisodeVerdict
-from seal_hub.envs.protocol import Action, ToolCall
+from seal_hub.envs.protocol import Action, EpisodeVerdict, ToolCall
 
 Steps = Sequence[Sequence[Sequence[ToolCall]]]  # turn -> step -> calls
 

@@ -1,8 +1,9 @@
 """Train/test splits of the BFCL tasks: read from a file, or made deterministically from a seed.
 
-A split file is JSON with `train` and `test` lists of task ids (the SEAL paper's 400/400 split has that
-shape). `stratified_split` makes one of our own: per category, the task ids shuffled by a seeded
-`random.Random` and the first `train_per_category` taken for training, the rest for testing.
+A split file is JSON with `train` and `test` lists of task ids. The SEAL paper's 400/400 split has that shape
+and ships with the package (`paper_split()`, the default everywhere). `stratified_split` makes one of our
+own: per category, the task ids shuffled by a seeded `random.Random` and the first `train_per_category` taken
+for training, the rest for testing.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import json
 import random
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 
 from seal_hub.envs.bfcl.tasks import CATEGORIES, Task
@@ -65,6 +67,28 @@ def load_split(path: str | Path, known_ids: set[str] | None = None) -> Split:
             f"split file {path}: {len(overlap)} ids are in both train and test, e.g. {sorted(overlap)[:3]}"
         )
     return Split(parts["train"], parts["test"], source=str(path))
+
+
+PAPER_SPLIT = "paper"  # the name that selects the shipped split wherever a split file is asked for
+
+
+def paper_split(known_ids: set[str] | None = None) -> Split:
+    """The SEAL paper's 400/400 split of the 800 BFCL multi-turn tasks (seed 0), shipped with the package."""
+    with resources.as_file(resources.files("seal_hub.envs.bfcl") / "data" / "paper_split.json") as path:
+        split = load_split(path, known_ids)
+    return Split(split.train, split.test, source="SEAL paper (bfcl_400_split.json)")
+
+
+def resolve_split(split_file: str | Path | None, known_ids: set[str] | None = None, seed: int = 0) -> Split:
+    """A split by file path, `"paper"` (also the default, None) for the shipped paper split, or `"stratified"`
+    for our seeded stratified split."""
+    if split_file is None or str(split_file) == PAPER_SPLIT:
+        return paper_split(known_ids)
+    if str(split_file) == "stratified":
+        from seal_hub.envs.bfcl.tasks import load_tasks
+
+        return stratified_split(load_tasks(), seed=seed)
+    return load_split(split_file, known_ids)
 
 
 def stratified_split(tasks: dict[str, Task], train_per_category: int = 100, seed: int = 0) -> Split:

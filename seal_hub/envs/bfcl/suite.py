@@ -16,12 +16,14 @@ from collections.abc import Iterable
 from seal_hub.envs.bfcl.episode import Episode, EpisodeConfig
 from seal_hub.envs.bfcl.tasks import CATEGORIES, Category, Task, load_tasks
 from seal_hub.envs.bfcl.verifier import GroundTruthTrace
+from seal_hub.envs.protocol import Action
 
 
 class BfclSuite:
     """BFCL v3 multi-turn: tasks by id, and episodes on them."""
 
     name = "bfcl"
+    categories: tuple[str, ...] = CATEGORIES
 
     def __init__(self, tasks: dict[str, Task] | None = None, categories: tuple[Category, ...] = CATEGORIES) -> None:
         self.tasks: dict[str, Task] = tasks if tasks is not None else load_tasks(categories)
@@ -57,6 +59,19 @@ class BfclSuite:
             with self._lock:
                 trace = self._traces.setdefault(task.id, trace)
         return trace
+
+    def split_ids(self, split: str, split_file: str | None = None) -> tuple[str, ...]:
+        """Task ids of `split` (train, test or all): of the paper's split by default, else of `split_file`
+        (a path, or 'stratified' for the seeded stratified split)."""
+        from seal_hub.envs.bfcl.splits import resolve_split
+
+        if split == "all" and split_file is None:
+            return tuple(self.tasks)
+        return resolve_split(split_file, known_ids=set(self.tasks)).ids(split)
+
+    def oracle_steps(self, task: Task) -> list[list[Action]]:
+        """The ground truth as actions: one calling action per turn that has calls (BFCL's replay shape)."""
+        return [[Action(tool_calls=calls)] if calls else [] for calls in task.ground_truth]
 
     def episode(self, task: Task | str, config: EpisodeConfig | None = None) -> Episode:
         """A new, isolated episode of `task` (call `reset()` to start it)."""

@@ -28,12 +28,12 @@ from typing import Any
 from seal_hub.envs.bfcl.execution import execute, instantiate
 from seal_hub.envs.bfcl.tasks import Task
 from seal_hub.envs.bfcl.tools import Tool, class_tools
+from seal_hub.envs.protocol import TurnVerdict
 
 EMPTY_TURN = "multi_turn:empty_turn_model_response"
 STATE_MISMATCH = "multi_turn:instance_state_mismatch"
 RESPONSE_MISMATCH = "multi_turn:execution_response_mismatch"
 IRRELEVANCE = "multi_turn:irrelevance_error:decoder_success"
-FORCE_TERMINATED = "multi_turn:force_terminated"
 _MISSING = object()
 
 
@@ -68,44 +68,6 @@ class GroundTruthTrace:
             }
             turns.append(TurnTruth(outputs, MappingProxyType(state)))
         return cls(task.id, tuple(turns))
-
-
-@dataclass(frozen=True)
-class TurnVerdict:
-    turn: int
-    expects_calls: bool
-    model_calls: int  # structured calls the model attempted this turn (unparseable text not counted)
-    passed: bool
-    error_type: str | None = None
-    state_differences: tuple[str, ...] = ()  # "Class.attribute" that differ from the ground truth
-    missing_outputs: tuple[str, ...] = ()  # ground-truth outputs the model's outputs do not cover
-
-
-@dataclass(frozen=True)
-class EpisodeVerdict:
-    turns: tuple[TurnVerdict, ...]
-    num_turns: int
-    force_terminated: bool = False
-
-    @property
-    def passed(self) -> bool:
-        return not self.force_terminated and len(self.turns) == self.num_turns and all(t.passed for t in self.turns)
-
-    @property
-    def reward(self) -> float:
-        return 1.0 if self.passed else 0.0
-
-    @property
-    def error_type(self) -> str | None:
-        """The error type bfcl-eval reports for this episode (its first failing turn), None if it passes."""
-        if self.force_terminated:
-            return FORCE_TERMINATED
-        failed = next((t for t in self.turns if not t.passed), None)
-        return failed.error_type if failed else None
-
-    @property
-    def first_failed_turn(self) -> int | None:
-        return next((t.turn for t in self.turns if not t.passed), None)
 
 
 def check_turn(

@@ -1,0 +1,93 @@
+"""The smallest contract that lets several evaluation suites share the rollout engine, the records and the CLI.
+
+A suite is a set of tasks (each with an id and a category) and a factory of isolated episodes that speak the
+step protocol of `seal_hub.envs.protocol`: `reset() -> Observation`, `step(Action) -> StepResult`, `close()`,
+and at the end a `verdict` (an `EpisodeVerdict` of per-turn `TurnVerdict`s, reward 1 only if it passed). The
+engine never looks past this contract, so BFCL multi-turn, BFCL single-turn, BFCL memory and tau2 all go
+through the same batched loop and land in the same `Trajectory` records.
+
+Each suite also says which task ids a named split holds (`split_ids`) and how its reference answers drive an
+episode (`oracle_steps`: per user turn, the calling actions a perfect agent takes; the harness ends each turn
+with a plain message), so `seal-hub eval --model oracle` checks every suite's protocol the same way.
+
+`SUITES` maps a suite's name to a zero-argument factory that imports it lazily (optional extras stay
+optional); `load_suite` gives a one-line error for an unknown name or a missing extra.
+
+Not covered: scoring beyond per-episode verdicts (`seal_hub.evaluation`), the turn labels (BFCL multi-turn
+only, `seal_hub.diagnosis`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, Protocol, runtime_checkable
+
+from seal_hub.envs.protocol import Action, EpisodeVerdict, Observation, StepResult
+
+
+@runtime_checkable
+class SuiteTask(Protocol):
+    """What the engine and the records read of a task."""
+
+    id: str
+    category: str
+
+
+@runtime_checkable
+class SuiteEpisode(Protocol):
+    """One isolated episode of one task (its own state; nothing shared with other episodes but read-only data)."""
+
+    task: SuiteTask
+
+    def reset(self) -> Observation: ...
+
+    def step(self, action: Action) -> StepResult: ...
+
+    def close(self) -> None: ...
+
+    @property
+    def done(self) -> bool: ...
+
+    @property
+    def verdict(self) -> EpisodeVerdict: ...
+
+
+@runtime_checkable
+class Suite(Protocol):
+    """An evaluation (or training) suite: its tasks, its splits, its episodes, its oracle."""
+
+    name: str
+    categories: tuple[str, ...]
+    tasks: Mapping[str, SuiteTask]
+
+    def task(self, task_id: str) -> SuiteTask: ...
+
+    def select(self, task_ids: Iterable[str]) -> list[SuiteTask]: ...
+
+    def split_ids(self, split: str, split_file: str | None = None) -> tuple[str, ...]: ...
+
+    def episode(self, task: SuiteTask | str, config: Any = None) -> SuiteEpisode: ...
+
+    def oracle_steps(self, task: SuiteTask) -> Sequence[Sequence[Action]]: ...
+
+
+def _bfcl() -> Suite:
+    from seal_hub.envs.bfcl import BfclSuite
+
+    return BfclSuite()
+
+
+# name -> factory; each factory imports its suite only when asked, so a missing optional extra fails late
+SUITES: dict[str, Callable[[], Suite]] = {"bfcl": _bfcl}
+
+
+class SuiteError(ValueError):
+    """An unknown suite, or one whose optional dependencies are not installed; the message says the fix."""
+
+
+def load_suite(name: str) -> Suite:
+    """The suite called `name`; an unknown name or a missing extra is a `SuiteError` that says what to do."""
+    factory = SUITES.get(name)
+    if factory is None:
+        raise SuiteError(f"unknown suite {name!r}; choose one of: {', '.join(SUITES)}")
+    return factory()
