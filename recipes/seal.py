@@ -12,7 +12,9 @@ Launch (the CPU demo is the default when no --config is given):
 Ablations of the paper, same recipe and budget: `--env_adaptation false`, `--reweighting false`,
 `--closed_loop false`; all three false is vanilla GRPO. `--sft_warmup_steps N` first fits the training
 tasks' ground truth with SFT (format teaching for small models; off by default). Relaunching with the same
-`--output_dir` resumes from its last checkpoint.
+`--output_dir` resumes from its last complete checkpoint; a run that already reached `max_steps` trains
+nothing more (it saves the final adapter and publishes what a kill left unpublished, then says it is
+complete); relaunch with a larger `--max_steps` to extend it.
 
 Arguments: `SealScriptArguments` below, `seal_hub.trainer.SealConfig` (TRL's GRPOConfig plus SEAL's fields)
 and `seal_hub.models.PolicyConfig` (TRL's ModelConfig); YAML keys and flags are the field names.
@@ -27,13 +29,13 @@ from pathlib import Path
 
 import torch
 from peft import get_peft_model
-from transformers.trainer_utils import get_last_checkpoint
 from trl import TrlParser
 
 from seal_hub.envs.bfcl import BfclSuite, load_split, stratified_split
 from seal_hub.hub import PublishConfig
+from seal_hub.kill_points import kill_point
 from seal_hub.models import PolicyConfig, load_policy, lora_config
-from seal_hub.run_records import read_metrics
+from seal_hub.run_records import last_checkpoint, read_metrics
 from seal_hub.trainer import SealConfig, SealTrainer
 from seal_hub.warmup import run_warmup, warmup_dataset
 
@@ -117,7 +119,7 @@ def main(script_args: SealScriptArguments, training_args: SealConfig, model_args
     suite = BfclSuite()
     tasks = training_tasks(suite, script_args)
     model, tokenizer = load_policy(model_args, trust_remote_code=training_args.trust_remote_code)
-    last = get_last_checkpoint(training_args.output_dir) if Path(training_args.output_dir).is_dir() else None
+    last = last_checkpoint(training_args.output_dir)  # a relaunch resumes; an unfinished checkpoint is skipped
     peft_config = lora_config(model_args)
     if script_args.sft_warmup_steps and last is None:  # a resumed run already has its warmed-up adapter
         model = get_peft_model(model, peft_config) if peft_config is not None else model
@@ -150,8 +152,17 @@ def main(script_args: SealScriptArguments, training_args: SealConfig, model_args
         else None,
     )
     trainer.train(resume_from_checkpoint=last)
+    kill_point("save")
     trainer.save_model(training_args.output_dir)
-    if trainer.accelerator.is_main_process:
+    if not trainer.accelerator.is_main_process:
+        return
+    if trainer.completed_at is not None:
+        print(
+            f"SEAL run {training_args.output_dir} is already complete at step {trainer.completed_at} "
+            f"(max_steps {training_args.max_steps}): nothing to train; to extend it, relaunch with a larger "
+            f"--max_steps (e.g. --max_steps {2 * trainer.completed_at})"
+        )
+    else:
         print_summary(training_args.output_dir, trainer)
 
 

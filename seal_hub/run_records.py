@@ -9,8 +9,9 @@ Under a run's output directory:
     checkpoint-N/seal_state.json                  next to TRL's checkpoint: rho, its window, the interface
 
 Every file is written atomically (temporary file, then rename). A run killed at any point and relaunched on
-the same directory resumes from its last checkpoint N: iteration folders and interface versions made after N
-are removed first and made again, so no trajectory is lost or duplicated and no version is skipped.
+the same directory resumes from its last complete checkpoint N (`last_checkpoint`: one whose SEAL state, the
+last file written, is there): iteration folders, interface versions and unfinished checkpoint folders made
+after N are removed first and made again, so no trajectory is lost or duplicated and no version is skipped.
 
 Not covered: publishing these files (`seal_hub.hub`).
 """
@@ -109,8 +110,32 @@ def load_state(checkpoint_dir: str | Path) -> dict[str, Any]:
         ) from None
 
 
+def checkpoint_step(folder: str | Path) -> int | None:
+    """N of a ``checkpoint-N`` folder name; None for any other name."""
+    prefix, _, number = Path(folder).name.partition("-")
+    return int(number) if prefix == "checkpoint" and number.isdigit() else None
+
+
+def last_checkpoint(output_dir: str | Path) -> Path | None:
+    """The newest checkpoint-N that was written whole (its SEAL state exists); None when there is none.
+
+    transformers writes a checkpoint folder file by file and SEAL's state last, so a run killed while
+    checkpointing leaves a newer folder without it: that one is skipped (`prune_after` removes it).
+    """
+    root = Path(output_dir)
+    found = [(checkpoint_step(p), p) for p in root.glob("checkpoint-*")] if root.is_dir() else []
+    complete = [(step, p) for step, p in found if step is not None and (p / STATE_FILE).is_file()]
+    return max(complete)[1] if complete else None
+
+
 def prune_after(output_dir: str | Path, step: int, store: SnapshotStore, keep_versions: set[str]) -> None:
-    """Remove iteration folders after `step` and interface versions not in `keep_versions` (a resume)."""
+    """Remove what a run made after `step` (a resume from checkpoint-`step`, or 0 for a fresh start): iteration
+    folders, interface versions not in `keep_versions`, and this run's checkpoint folders (a folder counts as
+    this run's when its step has iteration records; any other folder is left alone)."""
+    for folder in Path(output_dir).glob("checkpoint-*"):
+        made = checkpoint_step(folder)
+        if made is not None and made > step and iteration_dir(output_dir, made).is_dir():
+            shutil.rmtree(folder)
     root = Path(output_dir) / "iterations"
     if root.exists():
         for folder in root.glob("step_*"):

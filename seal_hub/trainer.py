@@ -18,6 +18,12 @@ group-normalised advantages by w_j (sign kept). Switches for the paper's ablatio
 Not covered: vLLM generation inside the trainer (on GPUs, TRL's own vLLM integration plus the rollout
 engine's `VLLMBackend`; see the paper config). Publishing: with `publish`, every checkpointed iteration's
 three artifacts go to the registry (`seal_hub.hub`), catching up on any a crash left unpublished.
+
+Resuming: `train(resume_from_checkpoint=...)` restores SEAL's state from the last complete checkpoint. A
+checkpoint that already reached the budget (`max_steps`, or the epochs' steps) trains nothing: transformers'
+loop only tests the budget after an optimizer step, and a resumed epoch with batches left would run one more
+step (and TRL would generate for it), so `train` stops before the loop, loads the checkpoint's weights,
+publishes what is still unpublished, and sets `completed_at`.
 """
 
 from __future__ import annotations
@@ -33,18 +39,22 @@ import pyarrow.parquet as pq
 import torch
 from accelerate.utils import gather_object
 from datasets import Dataset
-from transformers import TrainerCallback
+from transformers import TrainerCallback, TrainerState
+from transformers.trainer_utils import TrainOutput
 from trl import GRPOConfig, GRPOTrainer
 
 from seal_hub.diagnosis import Label, RolloutDiagnosis, diagnose
 from seal_hub.envs.bfcl import BfclSuite, EpisodeConfig, Task
 from seal_hub.evolve import EvolveConfig, RhoWindow, evolve
 from seal_hub.interface import InterfaceSnapshot
+from seal_hub.kill_points import kill_point
 from seal_hub.rollout import GenerationBackend, HFBackend, PolicyInfo, RolloutConfig, RolloutEngine, SamplingConfig
 from seal_hub.rollout.records import read_trajectories
 from seal_hub.run_records import (
+    STATE_FILE,
     iteration_dir,
     iteration_metrics,
+    last_checkpoint,
     load_state,
     prune_after,
     read_metrics,
@@ -65,6 +75,8 @@ ADAPTER_FILES = (
     "chat_template.jinja",
     "special_tokens_map.json",
 )
+# what a checkpoint holds besides the model that `save_model` writes: the state a resume needs
+TRAINING_STATE_FILES = ("optimizer.pt", "scheduler.pt", "scaler.pt", "trainer_state.json", STATE_FILE)
 
 
 @dataclass
@@ -150,6 +162,8 @@ class SealTrainer(GRPOTrainer):
         self.store = SnapshotStore(Path(args.output_dir) / "interfaces")
         self._weights: list[float] | None = None
         self._generations = 0
+        self.completed_at: int | None = None  # set by `train` when the checkpoint already reached the budget
+        self._completed_checkpoint: Path | None = None
         dataset = Dataset.from_list([{"prompt": task.id} for task in train_tasks])
         super().__init__(
             model=model,
@@ -204,6 +218,7 @@ class SealTrainer(GRPOTrainer):
         if self.accelerator.is_main_process:
             metrics = iteration_metrics(*everyone, rho, interface)
             write_iteration(args.output_dir, step + 1, everyone[0], everyone[1], metrics, rho)
+            kill_point("rollout")
         self._log_seal_metrics(trajectories, rho, interface)
         return {
             "prompt_ids": [t.token_ids[: t.prompt_length] for t in trajectories],
@@ -239,6 +254,7 @@ class SealTrainer(GRPOTrainer):
             weights = torch.tensor(self._weights, dtype=advantages.dtype, device=advantages.device)
             output["advantages"] = advantages * (weights if advantages.dim() == 1 else weights[:, None])
         self._weights = None
+        kill_point("update")
         return output
 
     # ----- checkpoints and resume -----
@@ -260,6 +276,7 @@ class SealTrainer(GRPOTrainer):
         super()._save_checkpoint(model, trial)
         if self.args.should_save:
             folder = Path(self._get_output_dir(trial=trial)) / f"checkpoint-{self.state.global_step}"
+            kill_point("checkpoint")
             save_state(folder, self.seal_state())
             self.publish_pending()
 
@@ -313,18 +330,66 @@ class SealTrainer(GRPOTrainer):
         return chain[::-1]
 
     def train(self, resume_from_checkpoint: str | bool | None = None, **kwargs):
-        if resume_from_checkpoint:
-            self._restore(resume_from_checkpoint)
-        return super().train(resume_from_checkpoint=resume_from_checkpoint, **kwargs)
+        kill_point("startup")
+        if not resume_from_checkpoint:
+            if self.accelerator.is_main_process and last_checkpoint(self.args.output_dir) is None:
+                # records of a run killed before its first checkpoint: this run makes them again
+                prune_after(self.args.output_dir, 0, self.store, self._lineage_versions())
+            return super().train(**kwargs)
+        folder = self._restore(resume_from_checkpoint)
+        state = TrainerState.load_from_json(str(folder / "trainer_state.json"))
+        if state.global_step < self._budget():
+            return super().train(resume_from_checkpoint=str(folder), **kwargs)
+        return self._complete(folder, state)
 
-    def _restore(self, checkpoint: str | bool) -> None:
-        from transformers.trainer_utils import get_last_checkpoint
+    def _budget(self) -> int:
+        """Optimizer steps this run may take: `max_steps`, else what `num_train_epochs` comes to."""
+        if self.args.max_steps > 0:
+            return self.args.max_steps
+        return self.set_initial_training_values(self.args, self.get_train_dataloader())[-1]
 
-        folder = get_last_checkpoint(self.args.output_dir) if checkpoint is True else checkpoint
+    def _complete(self, folder: Path, state: TrainerState) -> TrainOutput:
+        """A relaunch of a run that reached its budget: train nothing, finish what a kill may have cut short.
+
+        The checkpoint's weights are loaded (where transformers loads them before its loop: not under
+        DeepSpeed or FSDP) and `save_model` copies the checkpoint's model files, so the final model is the
+        last checkpoint's under every backend; checkpointed iterations not yet published are published.
+        """
+        self.state = state
+        if not (self.is_deepspeed_enabled or self.is_fsdp_enabled):
+            self._load_from_checkpoint(str(folder))
+        self._completed_checkpoint = folder
+        self.completed_at = state.global_step
+        self.publish_pending()
+        return TrainOutput(state.global_step, 0.0, {})
+
+    def save_model(self, output_dir: str | None = None, _internal_call: bool = False) -> None:
+        if self._completed_checkpoint is None or _internal_call:
+            return super().save_model(output_dir, _internal_call)
+        if self.args.should_save:  # a completed run: the final model is its last checkpoint's
+            target = Path(output_dir or self.args.output_dir)
+            target.mkdir(parents=True, exist_ok=True)
+            for path in self._completed_checkpoint.iterdir():
+                if path.is_file() and path.name not in TRAINING_STATE_FILES and not path.name.startswith("rng_state"):
+                    shutil.copy2(path, target / path.name)
+
+    def _lineage_versions(self) -> set[str]:
+        """The starting interface's version and its ancestors kept in the store."""
+        versions, snapshot = {self.interface.version}, self.interface
+        while snapshot.parent is not None and snapshot.parent in self.store:
+            snapshot = self.store.get(snapshot.parent)
+            versions.add(snapshot.version)
+        return versions
+
+    def _restore(self, checkpoint: str | bool) -> Path:
+        """SEAL's state from `checkpoint` (True: the last complete one); later records are removed."""
+        folder = last_checkpoint(self.args.output_dir) if checkpoint is True else Path(checkpoint)
         if folder is None:
-            raise ValueError(f"resume_from_checkpoint=True but {self.args.output_dir} holds no checkpoint-N folder")
+            raise ValueError(
+                f"resume_from_checkpoint=True but {self.args.output_dir} holds no complete checkpoint-N folder"
+            )
         state = load_state(folder)
-        step = int(Path(folder).name.rsplit("-", 1)[1])
+        step = int(folder.name.rsplit("-", 1)[1])
         self._generations = state["generations"]
         self.window_epoch = state["window_epoch"]
         self.window.rho = {Label(k): float(v) for k, v in state["rho"].items()}
@@ -335,3 +400,4 @@ class SealTrainer(GRPOTrainer):
         self.interface = InterfaceSnapshot.model_validate(state["interface"])
         if self.accelerator.is_main_process:
             prune_after(self.args.output_dir, step, self.store, set(state["interface_versions"]))
+        return folder

@@ -1,0 +1,59 @@
+"""Test-only hook: a run that SIGKILLs itself at a named moment, so crash-and-resume tests kill where they mean to.
+
+Tests set ``SEAL_HUB_KILL_AT=<point>[:<n>]`` in a launched run's environment: the n-th time (default 1) the
+run reaches ``kill_point("<point>")`` it writes the spec to the file named by ``SEAL_HUB_KILL_MARKER`` (if
+set; flushed and fsynced, so the test knows where the run died), then sends itself SIGKILL: no cleanup,
+no ``finally`` blocks, no flushing of anything else, like an out-of-memory kill or a pulled plug.
+
+Points (each reached once per occurrence in the process that reaches it):
+
+    startup      SealTrainer.train begins, before anything is restored or trained
+    rollout      a generation step's records are written, its optimizer step not yet taken
+    update       advantages are computed, the loss and optimizer step not yet run
+    checkpoint   transformers' checkpoint folder is written, SEAL's state in it not yet
+    publish      a registry push wrote its git objects, its refs not yet moved (local registry)
+    save         training ended, the final model not yet saved (the recipe)
+
+Unset (the normal case) a call is one environment lookup, at per-step or per-push granularity only.
+Not covered: several processes (every rank would count and kill independently).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from collections import Counter
+
+KILL_ENV = "SEAL_HUB_KILL_AT"
+MARKER_ENV = "SEAL_HUB_KILL_MARKER"
+POINTS = ("startup", "rollout", "update", "checkpoint", "publish", "save")
+
+_reached: Counter[str] = Counter()  # per process, test-only: how often each point was passed
+
+
+def parse(spec: str) -> tuple[str, int]:
+    """'update:2' -> ('update', 2); 'startup' -> ('startup', 1)."""
+    point, _, count = spec.partition(":")
+    if point not in POINTS or (count and (not count.isdigit() or int(count) < 1)):
+        raise ValueError(f"{KILL_ENV}={spec!r}: expected <point>[:<n>] with point in {', '.join(POINTS)} and n >= 1")
+    return point, int(count or 1)
+
+
+def kill_point(name: str) -> None:
+    """SIGKILL this process here if ``SEAL_HUB_KILL_AT`` names this point and its count is reached."""
+    spec = os.environ.get(KILL_ENV)
+    if not spec:
+        return
+    point, count = parse(spec)
+    if point != name:
+        return
+    _reached[name] += 1
+    if _reached[name] < count:
+        return
+    marker = os.environ.get(MARKER_ENV)
+    if marker:
+        with open(marker, "w", encoding="utf-8") as handle:
+            handle.write(spec)
+            handle.flush()
+            os.fsync(handle.fileno())
+    os.kill(os.getpid(), signal.SIGKILL)
