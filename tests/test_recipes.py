@@ -140,3 +140,25 @@ def test_demo_picks_the_shortest_training_prompts(suite):
     sizes = [recipe.prompt_size(suite, t) for t in tasks]
     everything = recipe.training_tasks(suite, recipe.SealScriptArguments(task_order="split"))
     assert sizes == sorted(sizes) and sizes[-1] <= min(recipe.prompt_size(suite, t) for t in everything[:50])
+
+
+def test_training_defaults_to_the_paper_split_and_keeps_the_others(suite, tmp_path):
+    from seal_hub.envs.bfcl import paper_split, stratified_split
+
+    recipe = recipe_module()
+    paper = paper_split()
+    default = recipe.training_tasks(suite, recipe.SealScriptArguments())
+    assert [t.id for t in default] == list(paper.train)
+    seeded = recipe.training_tasks(suite, recipe.SealScriptArguments(split_file="stratified", split_seed=3))
+    assert [t.id for t in seeded] == list(stratified_split(suite.tasks, seed=3).train)
+    assert [t.id for t in seeded] != list(paper.train)
+    path = tmp_path / "split.json"
+    path.write_text('{"train": ["multi_turn_base_7", "multi_turn_base_2"], "test": []}')
+    by_path = recipe.training_tasks(suite, recipe.SealScriptArguments(split_file=str(path)))
+    assert [t.id for t in by_path] == ["multi_turn_base_7", "multi_turn_base_2"]
+
+
+@pytest.mark.parametrize("config", [c for c in CONFIGS if c.name in GPU_CONFIGS], ids=lambda c: c.name)
+def test_gpu_configs_train_on_the_paper_split(config, monkeypatch):
+    script, _, _ = parse(config, gpu=True, monkeypatch=monkeypatch)
+    assert script.split_file == "paper"
