@@ -15,8 +15,11 @@ results) and the verifier's per-turn verdict; no LLM judge, and labels never cha
   > `recovery_failure` (an execution error in the turn was never followed by a clean call of that tool)
   > `missing_tool_call` (the model made no call)
   > `response_mismatch` (state right, ground-truth outputs not covered).
-A turn the episode never verified (it ended first: step or context limit) gets no label and is left out of
-the weighting, as checker errors are.
+A turn the episode never verified (it was cut first: its step budget or the context) is still labelled, as
+the paper's released labelling does, so the weight sees it: `missing_tool_call` where the ground truth calls
+tools, `correct_abstention` where it makes none (`spurious_tool_call` if the model had already called a
+tool in that unfinished turn). Only a turn outside the task's ground truth gets no label (None) and is left
+out of the weighting.
 
 Rollout j with T_j labelled turns: p_j(z) is the share of its turns labelled z and
 w_j = clip(sum_z p_j(z) * rho(z), 0.5, 2.0). A batch's `FailureProfile` gives, per label, the count of
@@ -133,11 +136,19 @@ def _unrepaired_error(steps: Sequence[StepRecord]) -> bool:
     return bool(pending)
 
 
-def label_turn(turn: TurnRecord, truth: Sequence, owner: Mapping[str, str]) -> Label | None:
+def unverified_label(steps: Sequence[StepRecord], truth: Sequence) -> Label:
+    """The label of a turn the episode never verified (unreached or unfinished when it was cut)."""
+    if truth:
+        return Label.MISSING_TOOL_CALL
+    called = any(step.tool_calls for step in steps)
+    return Label.SPURIOUS_TOOL_CALL if called else Label.CORRECT_ABSTENTION
+
+
+def label_turn(turn: TurnRecord, truth: Sequence, owner: Mapping[str, str]) -> Label:
     """The label of one turn (see the module docstring); `truth` are its ground-truth ToolCalls."""
     verdict = turn.verdict
     if verdict is None:
-        return None
+        return unverified_label(turn.steps, truth)
     if not verdict.expects_calls:
         return Label.SPURIOUS_TOOL_CALL if verdict.model_calls > 0 else Label.CORRECT_ABSTENTION
     if verdict.passed:
@@ -186,12 +197,15 @@ class RolloutDiagnosis:
 
 
 def diagnose(trajectory: Trajectory, task: Task) -> RolloutDiagnosis:
+    """One label per user turn of the task, reached or not (turns the episode never reached: no steps)."""
     owner = _class_of(task)
-    labels = tuple(
-        label_turn(turn, task.ground_truth[turn.index], owner) if turn.index < task.num_turns else None
-        for turn in trajectory.turns
-    )
-    return RolloutDiagnosis(trajectory.task_id, trajectory.reward, labels)
+    reached = {turn.index: turn for turn in trajectory.turns}
+    labels: list[Label | None] = [
+        label_turn(reached[index], truth, owner) if index in reached else unverified_label((), truth)
+        for index, truth in enumerate(task.ground_truth)
+    ]
+    labels += [None for index in sorted(reached) if index >= task.num_turns]  # no ground truth to judge by
+    return RolloutDiagnosis(trajectory.task_id, trajectory.reward, tuple(labels))
 
 
 @dataclass(frozen=True)

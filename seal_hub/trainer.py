@@ -78,6 +78,10 @@ class SealConfig(GRPOConfig):
     max_new_tokens: int = field(default=256, metadata={"help": "Tokens one model step (one reply) may generate."})
     max_context_tokens: int = field(default=8192, metadata={"help": "Longest token sequence of one episode."})
     max_steps_per_turn: int = field(default=20, metadata={"help": "Calling steps allowed in one user turn."})
+    max_steps_per_episode: int | None = field(
+        default=None,
+        metadata={"help": "Model steps allowed in a whole training episode (the paper: 20); unset: no cap."},
+    )
     max_live_episodes: int = field(default=16, metadata={"help": "Episodes generated together in one batch."})
     parser_style: str = field(default="hermes", metadata={"help": "Tool-call format: hermes, llama3, pythonic."})
     rho_beta: float = field(default=0.25, metadata={"help": "EMA step of the closed-loop rho update."})
@@ -91,6 +95,8 @@ class SealConfig(GRPOConfig):
         for name in positive:
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.max_steps_per_episode is not None and self.max_steps_per_episode < 1:
+            raise ValueError(f"max_steps_per_episode must be >= 1 (unset: no cap), got {self.max_steps_per_episode}")
         if not 0 < self.rho_beta <= 1:
             raise ValueError(f"rho_beta must be in (0, 1], got {self.rho_beta}")
         super().__post_init__()
@@ -190,7 +196,9 @@ class SealTrainer(GRPOTrainer):
             max_context_tokens=args.max_context_tokens,
             parser_style=args.parser_style,
             sampling=SamplingConfig(args.temperature, args.top_p, args.max_new_tokens, args.seed + step),
-            episode=EpisodeConfig(max_steps_per_turn=args.max_steps_per_turn),
+            episode=EpisodeConfig(
+                max_steps_per_turn=args.max_steps_per_turn, max_steps_per_episode=args.max_steps_per_episode
+            ),
         )
         interface = self.interface
         engine = RolloutEngine(backend, tokenizer, self.suite, config, PolicyInfo(self.policy_id), interface)

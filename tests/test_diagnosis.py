@@ -210,7 +210,18 @@ RESPONSE = "multi_turn:execution_response_mismatch"
             "gt",
             Label.PASS,
         ),
-        (TurnRecord(index=0, steps=[], verdict=None), "gt", None),
+        (TurnRecord(index=0, steps=[], verdict=None), "gt", Label.MISSING_TOOL_CALL),
+        (TurnRecord(index=0, steps=[], verdict=None), "none", Label.CORRECT_ABSTENTION),
+        (
+            TurnRecord(index=0, steps=[step([("ls", {})], [("{}", None, True)])], verdict=None),
+            "none",
+            Label.SPURIOUS_TOOL_CALL,
+        ),
+        (
+            TurnRecord(index=0, steps=[step([("cd", {"folder": "document"})], [("{}", None, True)])], verdict=None),
+            "gt",
+            Label.MISSING_TOOL_CALL,
+        ),
     ],
     ids=[
         "spurious",
@@ -225,7 +236,10 @@ RESPONSE = "multi_turn:execution_response_mismatch"
         "recovery",
         "repaired_then_response",
         "pass",
-        "unverified",
+        "unreached",
+        "unreached_abstention",
+        "unfinished_spurious",
+        "unfinished_with_calls",
     ],
 )
 def test_hand_built_turns_get_their_label(suite, record, truth, expected):

@@ -159,6 +159,12 @@ def test_training_defaults_to_the_paper_split_and_keeps_the_others(suite, tmp_pa
 
 
 @pytest.mark.parametrize("config", [c for c in CONFIGS if c.name in GPU_CONFIGS], ids=lambda c: c.name)
-def test_gpu_configs_train_on_the_paper_split(config, monkeypatch):
-    script, _, _ = parse(config, gpu=True, monkeypatch=monkeypatch)
+def test_gpu_configs_train_on_the_paper_split_with_its_episode_budget(config, monkeypatch):
+    script, training, _ = parse(config, gpu=True, monkeypatch=monkeypatch)
     assert script.split_file == "paper"
+    assert training.max_steps_per_episode == 20
+
+
+def test_a_zero_episode_budget_is_refused_with_the_field_name(monkeypatch, tmp_path):
+    with pytest.raises(ValueError, match="max_steps_per_episode"):
+        parse(CONFIGS[0], "--output_dir", str(tmp_path), "--max_steps_per_episode", "0", monkeypatch=monkeypatch)
