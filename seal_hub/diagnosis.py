@@ -23,7 +23,9 @@ out of the weighting.
 
 Rollout j with T_j labelled turns: p_j(z) is the share of its turns labelled z and
 w_j = clip(sum_z p_j(z) * rho(z), 0.5, 2.0). A batch's `FailureProfile` gives, per label, the count of
-turns, their prevalence among all labelled turns, and the mean reward of the rollouts carrying the label.
+turns, their prevalence among all labelled turns, and the mean reward over the label's turn occurrences (each
+labelled turn contributes its rollout's reward, as the paper's released statistics do: a rollout with three
+such turns counts three times).
 
 Not covered: what to do with the profile (`seal_hub.evolve`).
 """
@@ -212,7 +214,7 @@ def diagnose(trajectory: Trajectory, task: Task) -> RolloutDiagnosis:
 class LabelStats:
     count: int  # turns carrying the label
     prevalence: float  # count / all labelled turns
-    mean_reward: float  # mean reward of the rollouts with at least one such turn
+    mean_reward: float  # mean over the label's turns of their rollout's reward (turn occurrences)
 
 
 @dataclass(frozen=True)
@@ -227,15 +229,15 @@ class FailureProfile:
     def of(cls, diagnoses: Iterable[RolloutDiagnosis]) -> FailureProfile:
         diagnoses = list(diagnoses)
         counts: Counter[Label] = Counter()
-        rewards: dict[Label, list[float]] = {}
+        rewards: Counter[Label] = Counter()  # summed over turn occurrences
         for d in diagnoses:
             labels = [label for label in d.labels if label is not None]
             counts.update(labels)
-            for label in set(labels):
-                rewards.setdefault(label, []).append(d.reward)
+            for label in labels:
+                rewards[label] += d.reward
         turns = sum(counts.values())
         stats = {
-            label: LabelStats(counts[label], counts[label] / turns, sum(rewards[label]) / len(rewards[label]))
+            label: LabelStats(counts[label], counts[label] / turns, rewards[label] / counts[label])
             for label in Label
             if counts[label]
         }

@@ -9,11 +9,12 @@ policy tokens, 0 for tool output and user turns, which TRL then leaves out of th
 `rollout_func` receives the prompts already repeated `num_generations` times and returns one completion per
 entry; each prompt here is a task id.
 
-Each generation step: rollouts (reward = the verifier's verdict) -> one label per turn -> w_j per rollout
-with the current rho -> rho updated by the closed-loop rule over the epoch's window -> every `evolve_every`
-generations a new interface version for the next rollouts. `_generate_and_score_completions` multiplies TRL's
-group-normalised advantages by w_j (sign kept). Switches for the paper's ablations: `env_adaptation`,
-`reweighting`, `closed_loop`; all three off is vanilla GRPO on the same budget.
+Each generation step: rollouts (reward = the verifier's verdict) -> one label per turn -> rho updated by the
+closed-loop rule over the epoch's window, now holding this batch -> w_j per rollout with that rho (the paper's
+released order) -> every `evolve_every` generations a new interface version for the next rollouts.
+`_generate_and_score_completions` multiplies TRL's group-normalised advantages by w_j (sign kept). Switches
+for the paper's ablations: `env_adaptation`, `reweighting`, `closed_loop`; all three off is vanilla GRPO on
+the same budget.
 
 Not covered: vLLM generation inside the trainer (on GPUs, TRL's own vLLM integration plus the rollout
 engine's `VLLMBackend`; see the paper config). Publishing: with `publish`, every checkpointed iteration's
@@ -204,11 +205,14 @@ class SealTrainer(GRPOTrainer):
         engine = RolloutEngine(backend, tokenizer, self.suite, config, PolicyInfo(self.policy_id), interface)
         trajectories = engine.run(tasks)
         diagnoses = [diagnose(t, self.suite.task(t.task_id)) for t in trajectories]
-        rho = dict(self.window.rho)
+        # every rank's rollouts: the loop updates from all of them, the records keep all of them. The released
+        # order: observe the batch, update rho, then weight this same batch with the new rho.
+        all_trajectories, all_diagnoses = gather_object(trajectories), gather_object(diagnoses)
+        rho = self.window.step(all_diagnoses)
         self._weights = [d.weight(rho) if args.reweighting else 1.0 for d in diagnoses]
-        # every rank's rollouts: the loop updates from all of them, the records keep all of them
-        everyone = gather_object(trajectories), gather_object(diagnoses), gather_object(self._weights)
-        self._update_loop(everyone[1])
+        all_weights = [d.weight(rho) if args.reweighting else 1.0 for d in all_diagnoses]
+        everyone = all_trajectories, all_diagnoses, all_weights
+        self._update_loop()
         if self.accelerator.is_main_process:
             metrics = iteration_metrics(*everyone, rho, interface)
             write_iteration(args.output_dir, step + 1, everyone[0], everyone[1], metrics, rho)
@@ -221,9 +225,8 @@ class SealTrainer(GRPOTrainer):
             "seal_reward": [t.reward for t in trajectories],
         }
 
-    def _update_loop(self, diagnoses: list[RolloutDiagnosis]) -> None:
-        """rho from the window (closed loop), then maybe the next interface version (same on every rank)."""
-        self.window.step(diagnoses)
+    def _update_loop(self) -> None:
+        """Maybe the next interface version, from the window that now holds this batch (same on every rank)."""
         self._generations += 1
         if self.args.env_adaptation and self._generations % self.args.evolve_every == 0:
             evolved = evolve(self.interface, self.window.profile(), self.evolve_config, rho=self.window.rho)

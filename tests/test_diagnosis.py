@@ -314,6 +314,9 @@ def test_failure_profile_numbers():
     passing = profile.get(Label.PASS)
     assert (passing.count, passing.prevalence, passing.mean_reward) == (2, pytest.approx(1 / 3), 0.5)
     assert profile.get(Label.STATE_MISMATCH).count == 0
+    # mean reward over turn occurrences: pass turns in rollouts of reward 0, 1, 1, 1 -> 3/4 (per rollout: 1/2)
+    more = FailureProfile.of([*diagnoses, RolloutDiagnosis("d", 1.0, (Label.PASS, Label.PASS))])
+    assert more.get(Label.PASS).mean_reward == 0.75
     assert FailureProfile.from_dict(json.loads(json.dumps(profile.to_dict()))) == profile
 
 

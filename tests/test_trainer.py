@@ -146,7 +146,9 @@ def test_ablation_switches(suite, tiny_dir, tmp_path, switches, interface_moves,
     trainer._rollout([t for t in TASKS for _ in range(2)], trainer)
     assert (trainer.interface.version != "v0") == interface_moves
     assert (trainer.window.rho[Label.MISSING_TOOL_CALL] != 1.5) == rho_moves
-    assert all(w == (1.5 if weights_apply else 1.0) for w in trainer._weights)
+    # the batch is weighted with the rho that already observed it (the released order)
+    expected = trainer.window.rho[Label.MISSING_TOOL_CALL] if weights_apply else 1.0
+    assert all(w == expected for w in trainer._weights)
 
 
 def test_resume_after_a_kill_loses_and_duplicates_nothing(suite, tiny_dir, tmp_path):
