@@ -6,11 +6,13 @@ results) and the verifier's per-turn verdict; no LLM judge, and labels never cha
 - ground truth makes no call: `spurious_tool_call` if the model attempted one, else `correct_abstention`;
 - ground truth calls tools and the turn passed: `pass`;
 - otherwise the first that applies, in this priority (the paper's order, with `instance_mismatch`, which
-  the paper's text does not rank, placed before the state check it explains):
+  the paper's text does not rank, placed before the state check it refines):
   `invalid_tool_call` (a parse error, or a call refused for not fitting the schema: unknown / hidden tool,
   arguments not an object, missing / unexpected / ill-typed / oversized arguments)
   > `argument_mismatch` (the same tools as the ground truth, with other argument values)
-  > `instance_mismatch` (the executed calls touched another set of API classes than the ground truth)
+  > `instance_mismatch` (the released meaning: the sets of API instances, i.e. classes instantiated, differ
+    between the model's execution and the ground truth's; rare on BFCL, where both instantiate the task's
+    classes; calls to another class's tools are a `state_mismatch` or `response_mismatch` like any wrong call)
   > `state_mismatch` (the verifier's state check failed)
   > `recovery_failure` (an execution error in the turn was never followed by a clean call of that tool)
   > `missing_tool_call` (the model made no call)
@@ -42,7 +44,6 @@ from typing import TYPE_CHECKING
 from datasets import Features, List, Value
 
 from seal_hub.envs.bfcl import Task
-from seal_hub.envs.bfcl.tools import class_tools
 from seal_hub.envs.protocol import ErrorKind
 
 if TYPE_CHECKING:  # records are only read here; importing the rollout package would be circular
@@ -113,10 +114,6 @@ def _canonical(call: tuple[str, object]) -> str:
     return json.dumps(call, sort_keys=True, default=str)
 
 
-def _class_of(task: Task) -> dict[str, str]:
-    return {tool.name: tool.class_name for name in task.involved_classes for tool in class_tools(name)}
-
-
 def _invalid(steps: Sequence[StepRecord]) -> bool:
     return any(
         step.parse_errors or any(r.error_kind in _SCHEMA_ERRORS and not r.executed for r in step.results)
@@ -146,7 +143,7 @@ def unverified_label(steps: Sequence[StepRecord], truth: Sequence) -> Label:
     return Label.SPURIOUS_TOOL_CALL if called else Label.CORRECT_ABSTENTION
 
 
-def label_turn(turn: TurnRecord, truth: Sequence, owner: Mapping[str, str]) -> Label:
+def label_turn(turn: TurnRecord, truth: Sequence) -> Label:
     """The label of one turn (see the module docstring); `truth` are its ground-truth ToolCalls."""
     verdict = turn.verdict
     if verdict is None:
@@ -167,7 +164,7 @@ def label_turn(turn: TurnRecord, truth: Sequence, owner: Mapping[str, str]) -> L
     same_tools = executed and Counter(n for n, _ in executed) == Counter(n for n, _ in expected)
     if same_tools and sorted(map(_canonical, executed)) != sorted(map(_canonical, expected)):
         return Label.ARGUMENT_MISMATCH
-    if executed and {owner.get(n) for n, _ in executed} != {owner.get(n) for n, _ in expected}:
+    if any("." not in difference for difference in verdict.state_differences):  # a whole instance differs
         return Label.INSTANCE_MISMATCH
     if verdict.error_type == "multi_turn:instance_state_mismatch":
         return Label.STATE_MISMATCH
@@ -200,10 +197,9 @@ class RolloutDiagnosis:
 
 def diagnose(trajectory: Trajectory, task: Task) -> RolloutDiagnosis:
     """One label per user turn of the task, reached or not (turns the episode never reached: no steps)."""
-    owner = _class_of(task)
     reached = {turn.index: turn for turn in trajectory.turns}
     labels: list[Label | None] = [
-        label_turn(reached[index], truth, owner) if index in reached else unverified_label((), truth)
+        label_turn(reached[index], truth) if index in reached else unverified_label((), truth)
         for index, truth in enumerate(task.ground_truth)
     ]
     labels += [None for index in sorted(reached) if index >= task.num_turns]  # no ground truth to judge by
