@@ -217,11 +217,15 @@ class SealTrainer(GRPOTrainer):
             metrics = iteration_metrics(*everyone, rho, interface)
             write_iteration(args.output_dir, step + 1, everyone[0], everyone[1], metrics, rho)
         self._log_seal_metrics(trajectories, rho, interface)
+        # TRL does not cut rollout_func completions: the trained part of an episode (policy and environment tokens
+        # after the prompt) stops at max_completion_length, as verl's response length does; the reward stays the
+        # whole episode's verdict, and the trajectory records keep every token.
+        end = args.max_completion_length
         return {
             "prompt_ids": [t.token_ids[: t.prompt_length] for t in trajectories],
-            "completion_ids": [t.token_ids[t.prompt_length :] for t in trajectories],
-            "logprobs": [t.logprobs[t.prompt_length :] for t in trajectories],
-            "env_mask": [t.token_mask[t.prompt_length :] for t in trajectories],
+            "completion_ids": [t.token_ids[t.prompt_length :][:end] for t in trajectories],
+            "logprobs": [t.logprobs[t.prompt_length :][:end] for t in trajectories],
+            "env_mask": [t.token_mask[t.prompt_length :][:end] for t in trajectories],
             "seal_reward": [t.reward for t in trajectories],
         }
 

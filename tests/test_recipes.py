@@ -61,7 +61,7 @@ def test_config_parses_into_valid_arguments(config, monkeypatch, tmp_path):
             1.0,
         )
         assert training.num_generations == 8 and training.max_steps_per_turn == 20 and training.use_vllm
-        assert training.loss_type == "dapo" and not model.use_peft
+        assert training.loss_type == "grpo" and not model.use_peft  # verl token-mean over 1-sequence micro-batches
     if config.name == "qwen2.5-7b-qlora.yaml":
         assert model.load_in_4bit and model.bnb_4bit_quant_type == "nf4" and model.use_bnb_nested_quant
     if config.name == "demo_cpu.yaml":
@@ -168,3 +168,12 @@ def test_gpu_configs_train_on_the_paper_split_with_its_episode_budget(config, mo
 def test_a_zero_episode_budget_is_refused_with_the_field_name(monkeypatch, tmp_path):
     with pytest.raises(ValueError, match="max_steps_per_episode"):
         parse(CONFIGS[0], "--output_dir", str(tmp_path), "--max_steps_per_episode", "0", monkeypatch=monkeypatch)
+
+
+def test_paper_full_ft_takes_the_released_optimisation_settings(monkeypatch):
+    _, training, _ = parse(ROOT / "recipes" / "configs" / "paper_full_ft.yaml", gpu=True, monkeypatch=monkeypatch)
+    assert str(training.lr_scheduler_type).rsplit(".", 1)[-1].lower() == "constant"
+    assert training.weight_decay == 0.01 and training.learning_rate == 1e-6
+    assert training.loss_type == "grpo" and training.delta == 10.0 and training.epsilon == 0.2
+    assert training.vllm_importance_sampling_correction is False and training.use_bias_correction_kl is False
+    assert training.max_completion_length == 4096

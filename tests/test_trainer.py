@@ -242,3 +242,15 @@ def test_the_closed_loop_window_resets_each_epoch_but_not_on_resume(suite, tiny_
     assert len(trainer.window.diagnoses) == 1
     callback.on_epoch_begin(trainer.args, TrainerState(epoch=1.0), None)  # epoch 1 begins
     assert trainer.window.diagnoses == [] and trainer.window_epoch == 1
+
+
+def test_trained_completions_stop_at_max_completion_length(suite, tiny_dir, tmp_path):
+    trainer = make_trainer(suite, tiny_dir, tmp_path, max_completion_length=24, max_steps=1)
+    output = trainer._rollout([t for t in TASKS for _ in range(2)], trainer)
+    trajectories = read_trajectories(tmp_path / "run" / "iterations" / "step_000001" / "trajectories.parquet")
+    assert all(len(t.token_ids) - t.prompt_length > 24 for t in trajectories)  # every episode is longer
+    for key in ("completion_ids", "logprobs", "env_mask"):
+        assert [len(x) for x in output[key]] == [24] * 4, key
+    for t, ids, mask in zip(trajectories, output["completion_ids"], output["env_mask"], strict=True):
+        assert ids == t.token_ids[t.prompt_length :][:24] and mask == t.token_mask[t.prompt_length :][:24]
+    assert output["seal_reward"] == [t.reward for t in trajectories] and 1.0 in output["seal_reward"]
