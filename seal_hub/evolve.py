@@ -17,6 +17,10 @@ most turns pass but most rollouts fail). Counts and mean rewards are over turn o
 boundary, the live rho, `step()` every training step and `reset()` every epoch. The released order, which the
 trainer follows: a batch is observed (`step`), rho updated, and then that same batch weighted with the new rho.
 
+Two interface modes (`INTERFACE_MODES`): `released` is the paper's released run, schema cues on from step 0
+(`starting_interface`) and nothing else evolved; `full` is the method as the paper's text describes it, all
+three components turned on and chosen from the diagnosis as training goes (`evolve_config_for`).
+
 Not covered: applying the weights to advantages (`seal_hub.trainer`, with `RolloutDiagnosis.weight`) and
 publishing snapshots (`seal_hub.hub`).
 """
@@ -168,6 +172,31 @@ class EvolveConfig:
                 f"rho_min ({self.rho_min}) and rho_max ({self.rho_max}) need 0 < rho_min <= rho_max; "
                 "set rho_min below rho_max"
             )
+
+
+INTERFACE_MODES = ("released", "full")
+
+
+def evolve_config_for(mode: str, **settings) -> EvolveConfig:
+    """The evolution rules of an interface mode: `released` evolves schema cues only; `full` all three."""
+    if mode not in INTERFACE_MODES:
+        raise ValueError(f"interface_mode must be one of {', '.join(INTERFACE_MODES)}, got {mode!r}")
+    full = mode == "full"
+    return EvolveConfig(recovery_feedback=full, capability_guidelines=full, **settings)
+
+
+def starting_interface(suite: str, mode: str, env_adaptation: bool = True) -> InterfaceSnapshot:
+    """Version v0 of a run: the null interface, or in the `released` mode (with environment adaptation on) the
+    null interface with schema cues already on, as the paper's released runs train from the first step."""
+    if mode != "released" or not env_adaptation:
+        return InterfaceSnapshot.null(suite)
+    rules = ["schema_cues: on from step 0 (interface_mode 'released', the paper's released runs)"]
+    return InterfaceSnapshot(
+        version="v0",
+        suite=suite,
+        schema_cues=SchemaCues(enabled=True, note=SCHEMA_NOTE),
+        cause=Cause.of(FailureProfile(), rules),
+    )
 
 
 def guideline_score(profile: FailureProfile, label: Label) -> float:

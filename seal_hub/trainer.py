@@ -39,7 +39,7 @@ from trl import GRPOConfig, GRPOTrainer
 
 from seal_hub.diagnosis import Label, RolloutDiagnosis, diagnose
 from seal_hub.envs.bfcl import BfclSuite, EpisodeConfig, Task
-from seal_hub.evolve import EvolveConfig, RhoWindow, evolve
+from seal_hub.evolve import INTERFACE_MODES, RhoWindow, evolve, evolve_config_for, starting_interface
 from seal_hub.interface import InterfaceSnapshot
 from seal_hub.rollout import GenerationBackend, HFBackend, PolicyInfo, RolloutConfig, RolloutEngine, SamplingConfig
 from seal_hub.rollout.records import read_trajectories
@@ -86,6 +86,15 @@ class SealConfig(GRPOConfig):
     max_live_episodes: int = field(default=16, metadata={"help": "Episodes generated together in one batch."})
     parser_style: str = field(default="hermes", metadata={"help": "Tool-call format: hermes, llama3, pythonic."})
     rho_beta: float = field(default=0.25, metadata={"help": "EMA step of the closed-loop rho update."})
+    interface_mode: str = field(
+        default="full",
+        metadata={
+            "help": "'released': the paper's released runs, schema cues on from step 0 and nothing else evolved; "
+            "'full': the method as the paper's text describes it, schema cues, recovery hints and capability "
+            "guidelines evolved from the diagnosis. Only with env_adaptation.",
+            "choices": list(INTERFACE_MODES),
+        },
+    )
 
     def __post_init__(self) -> None:
         if self.bf16 is None and not torch.cuda.is_available():
@@ -98,6 +107,8 @@ class SealConfig(GRPOConfig):
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         if self.max_steps_per_episode is not None and self.max_steps_per_episode < 1:
             raise ValueError(f"max_steps_per_episode must be >= 1 (unset: no cap), got {self.max_steps_per_episode}")
+        if self.interface_mode not in INTERFACE_MODES:
+            raise ValueError(f"interface_mode must be 'released' or 'full', got {self.interface_mode!r}")
         if not 0 < self.rho_beta <= 1:
             raise ValueError(f"rho_beta must be in (0, 1], got {self.rho_beta}")
         super().__post_init__()
@@ -150,8 +161,10 @@ class SealTrainer(GRPOTrainer):
         self.policy_id = policy_id
         self.publish = publish
         self.backend_factory = backend_factory or self._default_backend
-        self.interface = interface or InterfaceSnapshot.null(suite.name)
-        self.evolve_config = EvolveConfig(closed_loop_rho=args.closed_loop, rho_beta=args.rho_beta)
+        self.interface = interface or starting_interface(suite.name, args.interface_mode, args.env_adaptation)
+        self.evolve_config = evolve_config_for(
+            args.interface_mode, closed_loop_rho=args.closed_loop, rho_beta=args.rho_beta
+        )
         self.window = RhoWindow(self.evolve_config)
         self.window_epoch = 0
         self.store = SnapshotStore(Path(args.output_dir) / "interfaces")

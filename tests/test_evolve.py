@@ -305,3 +305,21 @@ def test_rho_over_three_batches_matches_hand_arithmetic():
     assert rho3[M] == pytest.approx(1.6201171875, abs=1e-12)
     assert rho3[A] == pytest.approx(1.82197265625, abs=1e-12)
     assert rho3[P] == 1.0
+
+
+def test_the_released_mode_starts_with_schema_cues_and_evolves_nothing_else():
+    from seal_hub.evolve import evolve_config_for, starting_interface
+
+    v0 = starting_interface("bfcl", "released")
+    assert v0.version == "v0" and v0.parent is None and v0.schema_cues.enabled and v0.schema_cues.note
+    assert not v0.recovery_feedback.enabled and not v0.capability_guidelines.enabled
+    assert v0 == InterfaceSnapshot.model_validate(v0.model_dump())  # a valid, hashed snapshot
+    assert starting_interface("bfcl", "released", env_adaptation=False).is_null
+    assert starting_interface("bfcl", "full").is_null
+    failing = profile(missing_tool_call=(40, 0.5, 0.0), invalid_tool_call=(40, 0.3, 0.0))
+    released = evolve(v0, failing, evolve_config_for("released"))
+    assert released is v0  # cues already on; no hints, no guidelines
+    full = evolve(v0, failing, evolve_config_for("full"))
+    assert full.recovery_feedback.enabled and full.capability_guidelines.enabled
+    with pytest.raises(ValueError, match="interface_mode"):
+        evolve_config_for("everything")

@@ -163,6 +163,7 @@ def test_gpu_configs_train_on_the_paper_split_with_its_episode_budget(config, mo
     script, training, _ = parse(config, gpu=True, monkeypatch=monkeypatch)
     assert script.split_file == "paper"
     assert training.max_steps_per_episode == 20
+    assert training.interface_mode == "released"  # the paper configs reproduce the released run
 
 
 def test_a_zero_episode_budget_is_refused_with_the_field_name(monkeypatch, tmp_path):
