@@ -179,7 +179,7 @@ def label_turn(turn: TurnRecord, truth: Sequence) -> Label:
 class RolloutDiagnosis:
     task_id: str
     reward: float
-    labels: tuple[Label | None, ...]  # per user turn; None: not verified, left out
+    labels: tuple[Label | None, ...]  # per user turn; None: no ground truth to judge by, left out
 
     @property
     def profile(self) -> dict[Label, float]:
@@ -268,7 +268,7 @@ DIAGNOSIS_FEATURES = Features(
         "rollout_index": Value("int32"),
         "interface_version": Value("string"),
         "reward": Value("float64"),
-        "labels": List(Value("string")),  # per user turn; null where the turn was never verified
+        "labels": List(Value("string")),  # per user turn of the task; null only where it has no ground truth
         "weight": Value("float64"),  # w_j under the rho table used
     }
 )
