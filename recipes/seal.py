@@ -31,7 +31,7 @@ import torch
 from peft import get_peft_model
 from trl import TrlParser
 
-from seal_hub.envs.bfcl import BfclSuite, load_split, stratified_split
+from seal_hub.envs.bfcl import BfclSuite, resolve_split
 from seal_hub.hub import PublishConfig
 from seal_hub.kill_points import kill_point
 from seal_hub.models import PolicyConfig, load_policy, lora_config
@@ -45,10 +45,14 @@ DEFAULT_CONFIG = Path(__file__).parent / "configs" / "demo_cpu.yaml"
 @dataclass
 class SealScriptArguments:
     suite: str = field(default="bfcl", metadata={"help": "Environment suite.", "choices": ["bfcl"]})
-    split_file: str | None = field(
-        default=None, metadata={"help": "JSON with 'train'/'test' task ids; default: a stratified split (split_seed)."}
+    split_file: str = field(
+        default="paper",
+        metadata={
+            "help": "'paper': the SEAL paper's 400/400 split (shipped with the package); 'stratified': our seeded "
+            "stratified split (split_seed); else a JSON file with 'train'/'test' task-id lists."
+        },
     )
-    split_seed: int = field(default=0, metadata={"help": "Seed of the stratified split when no split_file."})
+    split_seed: int = field(default=0, metadata={"help": "Seed of the stratified split (split_file 'stratified')."})
     num_train_tasks: int | None = field(default=None, metadata={"help": "Train on the first N tasks (all if unset)."})
     publish_run: str | None = field(
         default=None,
@@ -79,11 +83,7 @@ class SealScriptArguments:
 
 
 def training_tasks(suite: BfclSuite, args: SealScriptArguments):
-    split = (
-        load_split(args.split_file, known_ids=set(suite.tasks))
-        if args.split_file
-        else stratified_split(suite.tasks, seed=args.split_seed)
-    )
+    split = resolve_split(args.split_file, known_ids=set(suite.tasks), seed=args.split_seed, tasks=suite.tasks)
     tasks = suite.select(split.train)
     if args.task_order == "shortest":
         tasks.sort(key=lambda task: (prompt_size(suite, task), task.id))

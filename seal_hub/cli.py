@@ -13,16 +13,12 @@ from collections.abc import Sequence
 
 
 def _suite_tasks(args: argparse.Namespace):
-    from seal_hub.envs.bfcl import BfclSuite, load_split, stratified_split
+    from seal_hub.envs.bfcl import BfclSuite, resolve_split
 
     suite = BfclSuite()
     if args.split == "all" and args.split_file is None:
         return suite, list(suite.tasks.values())
-    split = (
-        load_split(args.split_file, known_ids=set(suite.tasks))
-        if args.split_file is not None
-        else stratified_split(suite.tasks, seed=args.seed)
-    )
+    split = resolve_split(args.split_file, known_ids=set(suite.tasks), seed=args.seed, tasks=suite.tasks)
     return suite, suite.select(split.ids(args.split))
 
 
@@ -209,7 +205,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     verify = envs.add_parser("verify-gt", help="replay the ground truth through the environment and the verifier")
     _task_arguments(verify, default_split="all")
-    verify.add_argument("--seed", type=int, default=0, help="seed of the stratified split when no --split-file")
+    verify.add_argument("--seed", type=int, default=0, help="seed of the split when --split-file stratified")
     verify.set_defaults(handler=_verify_gt)
 
     rollout = commands.add_parser("rollout", help="roll a policy out on BFCL tasks and write trajectories")
@@ -224,7 +220,7 @@ def build_parser() -> argparse.ArgumentParser:
     rollout.add_argument("--max-new-tokens", type=int, default=256, help="tokens per model step")
     rollout.add_argument("--max-context-tokens", type=int, default=8192)
     rollout.add_argument("--parser", choices=["hermes", "llama3", "pythonic"], default="hermes")
-    rollout.add_argument("--seed", type=int, default=0, help="sampling seed (and stratified-split seed)")
+    rollout.add_argument("--seed", type=int, default=0, help="sampling seed (and the seed of --split-file stratified)")
     rollout.set_defaults(handler=_rollout)
 
     diagnose = commands.add_parser("diagnose", help="label every turn of trajectories and print the failure profile")
@@ -252,7 +248,12 @@ def build_parser() -> argparse.ArgumentParser:
 def _task_arguments(parser: argparse.ArgumentParser, default_split: str) -> None:
     parser.add_argument("--suite", choices=["bfcl"], default="bfcl")
     parser.add_argument("--split", choices=["all", "train", "test"], default=default_split)
-    parser.add_argument("--split-file", default=None, help="JSON with 'train' and 'test' task-id lists")
+    parser.add_argument(
+        "--split-file",
+        default=None,
+        help="'paper' (the default: the SEAL paper's 400/400 split, shipped), 'stratified' (seeded by --seed), "
+        "or a JSON file with 'train' and 'test' task-id lists",
+    )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 

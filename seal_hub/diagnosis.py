@@ -6,21 +6,28 @@ results) and the verifier's per-turn verdict; no LLM judge, and labels never cha
 - ground truth makes no call: `spurious_tool_call` if the model attempted one, else `correct_abstention`;
 - ground truth calls tools and the turn passed: `pass`;
 - otherwise the first that applies, in this priority (the paper's order, with `instance_mismatch`, which
-  the paper's text does not rank, placed before the state check it explains):
+  the paper's text does not rank, placed before the state check it refines):
   `invalid_tool_call` (a parse error, or a call refused for not fitting the schema: unknown / hidden tool,
   arguments not an object, missing / unexpected / ill-typed / oversized arguments)
   > `argument_mismatch` (the same tools as the ground truth, with other argument values)
-  > `instance_mismatch` (the executed calls touched another set of API classes than the ground truth)
+  > `instance_mismatch` (the released meaning: the sets of API instances, i.e. classes instantiated, differ
+    between the model's execution and the ground truth's; rare on BFCL, where both instantiate the task's
+    classes; calls to another class's tools are a `state_mismatch` or `response_mismatch` like any wrong call)
   > `state_mismatch` (the verifier's state check failed)
   > `recovery_failure` (an execution error in the turn was never followed by a clean call of that tool)
   > `missing_tool_call` (the model made no call)
   > `response_mismatch` (state right, ground-truth outputs not covered).
-A turn the episode never verified (it ended first: step or context limit) gets no label and is left out of
-the weighting, as checker errors are.
+A turn the episode never verified (it was cut first: its step budget or the context) is still labelled, as
+the paper's released labelling does, so the weight sees it: `missing_tool_call` where the ground truth calls
+tools, `correct_abstention` where it makes none (`spurious_tool_call` if the model had already called a
+tool in that unfinished turn). Only a turn outside the task's ground truth gets no label (None) and is left
+out of the weighting.
 
 Rollout j with T_j labelled turns: p_j(z) is the share of its turns labelled z and
 w_j = clip(sum_z p_j(z) * rho(z), 0.5, 2.0). A batch's `FailureProfile` gives, per label, the count of
-turns, their prevalence among all labelled turns, and the mean reward of the rollouts carrying the label.
+turns, their prevalence among all labelled turns, and the mean reward over the label's turn occurrences (each
+labelled turn contributes its rollout's reward, as the paper's released statistics do: a rollout with three
+such turns counts three times).
 
 Not covered: what to do with the profile (`seal_hub.evolve`).
 """
@@ -37,7 +44,6 @@ from typing import TYPE_CHECKING
 from datasets import Features, List, Value
 
 from seal_hub.envs.bfcl import Task
-from seal_hub.envs.bfcl.tools import class_tools
 from seal_hub.envs.protocol import ErrorKind
 
 if TYPE_CHECKING:  # records are only read here; importing the rollout package would be circular
@@ -108,10 +114,6 @@ def _canonical(call: tuple[str, object]) -> str:
     return json.dumps(call, sort_keys=True, default=str)
 
 
-def _class_of(task: Task) -> dict[str, str]:
-    return {tool.name: tool.class_name for name in task.involved_classes for tool in class_tools(name)}
-
-
 def _invalid(steps: Sequence[StepRecord]) -> bool:
     return any(
         step.parse_errors or any(r.error_kind in _SCHEMA_ERRORS and not r.executed for r in step.results)
@@ -133,11 +135,19 @@ def _unrepaired_error(steps: Sequence[StepRecord]) -> bool:
     return bool(pending)
 
 
-def label_turn(turn: TurnRecord, truth: Sequence, owner: Mapping[str, str]) -> Label | None:
+def unverified_label(steps: Sequence[StepRecord], truth: Sequence) -> Label:
+    """The label of a turn the episode never verified (unreached or unfinished when it was cut)."""
+    if truth:
+        return Label.MISSING_TOOL_CALL
+    called = any(step.tool_calls for step in steps)
+    return Label.SPURIOUS_TOOL_CALL if called else Label.CORRECT_ABSTENTION
+
+
+def label_turn(turn: TurnRecord, truth: Sequence) -> Label:
     """The label of one turn (see the module docstring); `truth` are its ground-truth ToolCalls."""
     verdict = turn.verdict
     if verdict is None:
-        return None
+        return unverified_label(turn.steps, truth)
     if not verdict.expects_calls:
         return Label.SPURIOUS_TOOL_CALL if verdict.model_calls > 0 else Label.CORRECT_ABSTENTION
     if verdict.passed:
@@ -154,7 +164,7 @@ def label_turn(turn: TurnRecord, truth: Sequence, owner: Mapping[str, str]) -> L
     same_tools = executed and Counter(n for n, _ in executed) == Counter(n for n, _ in expected)
     if same_tools and sorted(map(_canonical, executed)) != sorted(map(_canonical, expected)):
         return Label.ARGUMENT_MISMATCH
-    if executed and {owner.get(n) for n, _ in executed} != {owner.get(n) for n, _ in expected}:
+    if any("." not in difference for difference in verdict.state_differences):  # a whole instance differs
         return Label.INSTANCE_MISMATCH
     if verdict.error_type == "multi_turn:instance_state_mismatch":
         return Label.STATE_MISMATCH
@@ -169,7 +179,7 @@ def label_turn(turn: TurnRecord, truth: Sequence, owner: Mapping[str, str]) -> L
 class RolloutDiagnosis:
     task_id: str
     reward: float
-    labels: tuple[Label | None, ...]  # per user turn; None: not verified, left out
+    labels: tuple[Label | None, ...]  # per user turn; None: no ground truth to judge by, left out
 
     @property
     def profile(self) -> dict[Label, float]:
@@ -186,19 +196,21 @@ class RolloutDiagnosis:
 
 
 def diagnose(trajectory: Trajectory, task: Task) -> RolloutDiagnosis:
-    owner = _class_of(task)
-    labels = tuple(
-        label_turn(turn, task.ground_truth[turn.index], owner) if turn.index < task.num_turns else None
-        for turn in trajectory.turns
-    )
-    return RolloutDiagnosis(trajectory.task_id, trajectory.reward, labels)
+    """One label per user turn of the task, reached or not (turns the episode never reached: no steps)."""
+    reached = {turn.index: turn for turn in trajectory.turns}
+    labels: list[Label | None] = [
+        label_turn(reached[index], truth) if index in reached else unverified_label((), truth)
+        for index, truth in enumerate(task.ground_truth)
+    ]
+    labels += [None for index in sorted(reached) if index >= task.num_turns]  # no ground truth to judge by
+    return RolloutDiagnosis(trajectory.task_id, trajectory.reward, tuple(labels))
 
 
 @dataclass(frozen=True)
 class LabelStats:
     count: int  # turns carrying the label
     prevalence: float  # count / all labelled turns
-    mean_reward: float  # mean reward of the rollouts with at least one such turn
+    mean_reward: float  # mean over the label's turns of their rollout's reward (turn occurrences)
 
 
 @dataclass(frozen=True)
@@ -213,15 +225,15 @@ class FailureProfile:
     def of(cls, diagnoses: Iterable[RolloutDiagnosis]) -> FailureProfile:
         diagnoses = list(diagnoses)
         counts: Counter[Label] = Counter()
-        rewards: dict[Label, list[float]] = {}
+        rewards: Counter[Label] = Counter()  # summed over turn occurrences
         for d in diagnoses:
             labels = [label for label in d.labels if label is not None]
             counts.update(labels)
-            for label in set(labels):
-                rewards.setdefault(label, []).append(d.reward)
+            for label in labels:
+                rewards[label] += d.reward
         turns = sum(counts.values())
         stats = {
-            label: LabelStats(counts[label], counts[label] / turns, sum(rewards[label]) / len(rewards[label]))
+            label: LabelStats(counts[label], counts[label] / turns, rewards[label] / counts[label])
             for label in Label
             if counts[label]
         }
@@ -256,7 +268,7 @@ DIAGNOSIS_FEATURES = Features(
         "rollout_index": Value("int32"),
         "interface_version": Value("string"),
         "reward": Value("float64"),
-        "labels": List(Value("string")),  # per user turn; null where the turn was never verified
+        "labels": List(Value("string")),  # per user turn of the task; null only where it has no ground truth
         "weight": Value("float64"),  # w_j under the rho table used
     }
 )

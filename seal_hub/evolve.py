@@ -10,9 +10,16 @@ agent what to do next rather than what went wrong.
 
 `update_rho` is the closed-loop update of the advantage weights, a pure function:
 target(z) = base(z) * (1 + prevalence(z) * (1 - mean_reward(z)) * min(1, count(z) / 32)), clamped to
-[0.5, 2]; rho(z) <- rho(z) + beta * (target(z) - rho(z)), beta = 0.25. `RhoWindow` is the trainer's state for
-it: the diagnoses seen since the last epoch boundary, the live rho, `step()` every training step and
-`reset()` every epoch.
+[0.5, 2]; rho(z) <- rho(z) + beta * (target(z) - rho(z)), beta = 0.25; `pass` is held at its base, as in
+the paper's released update (moving it like a failure label would up-weight successful rollouts whenever
+most turns pass but most rollouts fail). Counts and mean rewards are over turn occurrences
+(`FailureProfile`). `RhoWindow` is the trainer's state for it: the diagnoses seen since the last epoch
+boundary, the live rho, `step()` every training step and `reset()` every epoch. The released order, which the
+trainer follows: a batch is observed (`step`), rho updated, and then that same batch weighted with the new rho.
+
+Two interface modes (`INTERFACE_MODES`): `released` is the paper's released run, schema cues on from step 0
+(`starting_interface`) and nothing else evolved; `full` is the method as the paper's text describes it, all
+three components turned on and chosen from the diagnosis as training goes (`evolve_config_for`).
 
 Not covered: applying the weights to advantages (`seal_hub.trainer`, with `RolloutDiagnosis.weight`) and
 publishing snapshots (`seal_hub.hub`).
@@ -167,6 +174,31 @@ class EvolveConfig:
             )
 
 
+INTERFACE_MODES = ("released", "full")
+
+
+def evolve_config_for(mode: str, **settings) -> EvolveConfig:
+    """The evolution rules of an interface mode: `released` evolves schema cues only; `full` all three."""
+    if mode not in INTERFACE_MODES:
+        raise ValueError(f"interface_mode must be one of {', '.join(INTERFACE_MODES)}, got {mode!r}")
+    full = mode == "full"
+    return EvolveConfig(recovery_feedback=full, capability_guidelines=full, **settings)
+
+
+def starting_interface(suite: str, mode: str, env_adaptation: bool = True) -> InterfaceSnapshot:
+    """Version v0 of a run: the null interface, or in the `released` mode (with environment adaptation on) the
+    null interface with schema cues already on, as the paper's released runs train from the first step."""
+    if mode != "released" or not env_adaptation:
+        return InterfaceSnapshot.null(suite)
+    rules = ["schema_cues: on from step 0 (interface_mode 'released', the paper's released runs)"]
+    return InterfaceSnapshot(
+        version="v0",
+        suite=suite,
+        schema_cues=SchemaCues(enabled=True, note=SCHEMA_NOTE),
+        cause=Cause.of(FailureProfile(), rules),
+    )
+
+
 def guideline_score(profile: FailureProfile, label: Label) -> float:
     stats = profile.get(label)
     return stats.prevalence * (1.0 - stats.mean_reward)
@@ -264,12 +296,16 @@ def evolve(
 def update_rho(
     rho: Mapping[Label, float], base: Mapping[Label, float], profile: FailureProfile, config: EvolveConfig
 ) -> dict[Label, float]:
-    """One closed-loop step for every label of `rho` (pure: returns a new table). Absent labels aim at base."""
+    """One closed-loop step for every label of `rho` (pure: returns a new table). Absent labels aim at base;
+    `pass` stays at its base."""
     missing = [str(label) for label in rho if label not in base]
     if missing:
         raise ValueError(f"base has no weight for {', '.join(missing)}; give base the same labels as rho")
     updated = {}
     for label, current in rho.items():
+        if label == Label.PASS:
+            updated[label] = base[label]
+            continue
         stats = profile.get(label)
         evidence = min(1.0, stats.count / config.rho_count_scale)
         target = base[label] * (1.0 + stats.prevalence * (1.0 - stats.mean_reward) * evidence)

@@ -9,11 +9,12 @@ policy tokens, 0 for tool output and user turns, which TRL then leaves out of th
 `rollout_func` receives the prompts already repeated `num_generations` times and returns one completion per
 entry; each prompt here is a task id.
 
-Each generation step: rollouts (reward = the verifier's verdict) -> one label per turn -> w_j per rollout
-with the current rho -> rho updated by the closed-loop rule over the epoch's window -> every `evolve_every`
-generations a new interface version for the next rollouts. `_generate_and_score_completions` multiplies TRL's
-group-normalised advantages by w_j (sign kept). Switches for the paper's ablations: `env_adaptation`,
-`reweighting`, `closed_loop`; all three off is vanilla GRPO on the same budget.
+Each generation step: rollouts (reward = the verifier's verdict) -> one label per turn -> rho updated by the
+closed-loop rule over the epoch's window, now holding this batch -> w_j per rollout with that rho (the paper's
+released order) -> every `evolve_every` generations a new interface version for the next rollouts.
+`_generate_and_score_completions` multiplies TRL's group-normalised advantages by w_j (sign kept). Switches
+for the paper's ablations: `env_adaptation`, `reweighting`, `closed_loop`; all three off is vanilla GRPO on
+the same budget.
 
 Not covered: vLLM generation inside the trainer (on GPUs, TRL's own vLLM integration plus the rollout
 engine's `VLLMBackend`; see the paper config). Publishing: with `publish`, every checkpointed iteration's
@@ -45,7 +46,7 @@ from trl import GRPOConfig, GRPOTrainer
 
 from seal_hub.diagnosis import Label, RolloutDiagnosis, diagnose
 from seal_hub.envs.bfcl import BfclSuite, EpisodeConfig, Task
-from seal_hub.evolve import EvolveConfig, RhoWindow, evolve
+from seal_hub.evolve import INTERFACE_MODES, RhoWindow, evolve, evolve_config_for, starting_interface
 from seal_hub.interface import InterfaceSnapshot
 from seal_hub.kill_points import kill_point
 from seal_hub.rollout import GenerationBackend, HFBackend, PolicyInfo, RolloutConfig, RolloutEngine, SamplingConfig
@@ -90,9 +91,22 @@ class SealConfig(GRPOConfig):
     max_new_tokens: int = field(default=256, metadata={"help": "Tokens one model step (one reply) may generate."})
     max_context_tokens: int = field(default=8192, metadata={"help": "Longest token sequence of one episode."})
     max_steps_per_turn: int = field(default=20, metadata={"help": "Calling steps allowed in one user turn."})
+    max_steps_per_episode: int | None = field(
+        default=None,
+        metadata={"help": "Model steps allowed in a whole training episode (the paper: 20); unset: no cap."},
+    )
     max_live_episodes: int = field(default=16, metadata={"help": "Episodes generated together in one batch."})
     parser_style: str = field(default="hermes", metadata={"help": "Tool-call format: hermes, llama3, pythonic."})
     rho_beta: float = field(default=0.25, metadata={"help": "EMA step of the closed-loop rho update."})
+    interface_mode: str = field(
+        default="full",
+        metadata={
+            "help": "'released': the paper's released runs, schema cues on from step 0 and nothing else evolved; "
+            "'full': the method as the paper's text describes it, schema cues, recovery hints and capability "
+            "guidelines evolved from the diagnosis. Only with env_adaptation.",
+            "choices": list(INTERFACE_MODES),
+        },
+    )
 
     def __post_init__(self) -> None:
         if self.bf16 is None and not torch.cuda.is_available():
@@ -103,6 +117,10 @@ class SealConfig(GRPOConfig):
         for name in positive:
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.max_steps_per_episode is not None and self.max_steps_per_episode < 1:
+            raise ValueError(f"max_steps_per_episode must be >= 1 (unset: no cap), got {self.max_steps_per_episode}")
+        if self.interface_mode not in INTERFACE_MODES:
+            raise ValueError(f"interface_mode must be 'released' or 'full', got {self.interface_mode!r}")
         if not 0 < self.rho_beta <= 1:
             raise ValueError(f"rho_beta must be in (0, 1], got {self.rho_beta}")
         super().__post_init__()
@@ -155,8 +173,10 @@ class SealTrainer(GRPOTrainer):
         self.policy_id = policy_id
         self.publish = publish
         self.backend_factory = backend_factory or self._default_backend
-        self.interface = interface or InterfaceSnapshot.null(suite.name)
-        self.evolve_config = EvolveConfig(closed_loop_rho=args.closed_loop, rho_beta=args.rho_beta)
+        self.interface = interface or starting_interface(suite.name, args.interface_mode, args.env_adaptation)
+        self.evolve_config = evolve_config_for(
+            args.interface_mode, closed_loop_rho=args.closed_loop, rho_beta=args.rho_beta
+        )
         self.window = RhoWindow(self.evolve_config)
         self.window_epoch = 0
         self.store = SnapshotStore(Path(args.output_dir) / "interfaces")
@@ -204,33 +224,41 @@ class SealTrainer(GRPOTrainer):
             max_context_tokens=args.max_context_tokens,
             parser_style=args.parser_style,
             sampling=SamplingConfig(args.temperature, args.top_p, args.max_new_tokens, args.seed + step),
-            episode=EpisodeConfig(max_steps_per_turn=args.max_steps_per_turn),
+            episode=EpisodeConfig(
+                max_steps_per_turn=args.max_steps_per_turn, max_steps_per_episode=args.max_steps_per_episode
+            ),
         )
         interface = self.interface
         engine = RolloutEngine(backend, tokenizer, self.suite, config, PolicyInfo(self.policy_id), interface)
         trajectories = engine.run(tasks)
         diagnoses = [diagnose(t, self.suite.task(t.task_id)) for t in trajectories]
-        rho = dict(self.window.rho)
+        # every rank's rollouts: the loop updates from all of them, the records keep all of them. The released
+        # order: observe the batch, update rho, then weight this same batch with the new rho.
+        all_trajectories, all_diagnoses = gather_object(trajectories), gather_object(diagnoses)
+        rho = self.window.step(all_diagnoses)
         self._weights = [d.weight(rho) if args.reweighting else 1.0 for d in diagnoses]
-        # every rank's rollouts: the loop updates from all of them, the records keep all of them
-        everyone = gather_object(trajectories), gather_object(diagnoses), gather_object(self._weights)
-        self._update_loop(everyone[1])
+        all_weights = [d.weight(rho) if args.reweighting else 1.0 for d in all_diagnoses]
+        everyone = all_trajectories, all_diagnoses, all_weights
+        self._update_loop()
         if self.accelerator.is_main_process:
             metrics = iteration_metrics(*everyone, rho, interface)
             write_iteration(args.output_dir, step + 1, everyone[0], everyone[1], metrics, rho)
             kill_point("rollout")
         self._log_seal_metrics(trajectories, rho, interface)
+        # TRL does not cut rollout_func completions: the trained part of an episode (policy and environment tokens
+        # after the prompt) stops at max_completion_length, as verl's response length does; the reward stays the
+        # whole episode's verdict, and the trajectory records keep every token.
+        end = args.max_completion_length
         return {
             "prompt_ids": [t.token_ids[: t.prompt_length] for t in trajectories],
-            "completion_ids": [t.token_ids[t.prompt_length :] for t in trajectories],
-            "logprobs": [t.logprobs[t.prompt_length :] for t in trajectories],
-            "env_mask": [t.token_mask[t.prompt_length :] for t in trajectories],
+            "completion_ids": [t.token_ids[t.prompt_length :][:end] for t in trajectories],
+            "logprobs": [t.logprobs[t.prompt_length :][:end] for t in trajectories],
+            "env_mask": [t.token_mask[t.prompt_length :][:end] for t in trajectories],
             "seal_reward": [t.reward for t in trajectories],
         }
 
-    def _update_loop(self, diagnoses: list[RolloutDiagnosis]) -> None:
-        """rho from the window (closed loop), then maybe the next interface version (same on every rank)."""
-        self.window.step(diagnoses)
+    def _update_loop(self) -> None:
+        """Maybe the next interface version, from the window that now holds this batch (same on every rank)."""
         self._generations += 1
         if self.args.env_adaptation and self._generations % self.args.evolve_every == 0:
             evolved = evolve(self.interface, self.window.profile(), self.evolve_config, rho=self.window.rho)

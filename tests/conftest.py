@@ -12,8 +12,8 @@ from pathlib import Path  # noqa: E402
 
 import pytest  # noqa: E402
 
-SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
-PAPER_SPLIT = SHARED_DATA / "bfcl_400_split.json"
+# the SEAL paper's split file, as the package ships it (tests never read files outside the repository)
+PAPER_SPLIT = Path(__file__).resolve().parents[1] / "seal_hub" / "envs" / "bfcl" / "data" / "paper_split.json"
 
 
 @pytest.fixture(scope="session")

@@ -115,3 +115,40 @@ def test_unknown_task_id_is_a_clear_error(suite):
         suite.task("multi_turn_nope_1")
     with pytest.raises(KeyError, match="2 task id"):
         suite.select(["multi_turn_base_0", "x", "y"])
+
+
+def test_the_episode_budget_counts_every_model_step_and_cuts_the_episode(suite):
+    task = suite.task("multi_turn_base_0")
+    episode = suite.episode(task, EpisodeConfig(max_steps_per_episode=3))
+    first = episode.reset()
+    assert first.turn_index == 0
+    ls = Action(tool_calls=(ToolCall("ls", {}),))
+    assert not episode.step(ls).done
+    assert not episode.step(Action(content="Done with turn 0.")).done  # a turn-ending step counts too
+    last = episode.step(ls)
+    assert last.done and last.truncated and last.reward == 0.0
+    assert len(last.observation.tool_results) == 1 and last.observation.tool_results[0].executed  # step 3 ran
+    assert last.observation.messages == ()
+    assert episode.verdict.error_type == "multi_turn:force_terminated" and len(episode.verdict.turns) == 1
+    with pytest.raises(EpisodeError, match="finished"):
+        episode.step(ls)
+
+
+def test_an_episode_that_finishes_on_its_last_allowed_step_keeps_its_reward(suite):
+    task = suite.task("multi_turn_base_0")
+    needed = sum(len(turn) + 1 for turn in ground_truth_steps(task))  # calling steps + one final message per turn
+    for budget, reward in ((needed, 1.0), (needed - 1, 0.0)):
+        episode = suite.episode(task, EpisodeConfig(max_steps_per_episode=budget))
+        episode.reset()
+        for turn in ground_truth_steps(task):
+            for calls in turn:
+                if not episode.done:
+                    result = episode.step(Action(tool_calls=tuple(calls)))
+            if not episode.done:
+                result = episode.step(Action(content="Done."))
+        assert result.done and result.reward == reward and result.truncated == (reward == 0.0)
+
+
+def test_episode_budget_must_be_positive():
+    with pytest.raises(ValueError, match="max_steps_per_episode"):
+        EpisodeConfig(max_steps_per_episode=0)

@@ -112,3 +112,17 @@ def test_every_turn_gets_a_verdict_even_after_a_failure(suite):
     assert len(verdict.turns) == task.num_turns
     assert verdict.turns[0].error_type == "multi_turn:empty_turn_model_response"
     assert verdict.first_failed_turn == 0 and verdict.reward == 0.0
+
+
+def test_an_instance_present_on_one_side_only_is_a_state_difference_named_by_its_class(suite):
+    from seal_hub.envs.bfcl.execution import instantiate
+    from seal_hub.envs.bfcl.verifier import STATE_MISMATCH, check_turn
+
+    task = suite.task("multi_turn_base_0")
+    trace = suite.ground_truth(task)
+    instances = instantiate(task)
+    name = task.involved_classes[0]
+    del instances[name]
+    verdict = check_turn(0, trace.turns[0], True, instances, list(trace.turns[0].outputs), 1)
+    assert not verdict.passed and verdict.error_type == STATE_MISMATCH
+    assert name in verdict.state_differences  # the whole instance, with no attribute

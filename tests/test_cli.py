@@ -60,3 +60,17 @@ def test_console_script_runs_as_a_new_user_would():
     )
     assert result.returncode == 0, result.stderr
     assert LAST_LINE.match(result.stdout.strip().splitlines()[-1]).groups() == ("400", "400", "400", "400")
+
+
+def test_rollout_and_verify_gt_default_to_the_paper_split():
+    from seal_hub.cli import _suite_tasks, build_parser
+    from seal_hub.envs.bfcl import paper_split, stratified_split
+
+    paper = paper_split()
+    parser = build_parser()
+    _, tasks = _suite_tasks(parser.parse_args(["rollout", "--out", "x"]))
+    assert [t.id for t in tasks] == list(paper.test)
+    suite, tasks = _suite_tasks(parser.parse_args(["envs", "verify-gt", "--split", "train"]))
+    assert [t.id for t in tasks] == list(paper.train)
+    _, tasks = _suite_tasks(parser.parse_args(["rollout", "--out", "x", "--split-file", "stratified", "--seed", "1"]))
+    assert [t.id for t in tasks] == list(stratified_split(suite.tasks, seed=1).test)

@@ -61,11 +61,8 @@ def replay_turns(suite, task, steps, config=BFCL_PROTOCOL):
 
 
 def labels_of(suite, task, steps, **kw):
-    from seal_hub.diagnosis import _class_of
-
     records, verdict = replay_turns(suite, task, steps, **kw)
-    owner = _class_of(task)
-    return [label_turn(r, task.ground_truth[r.index], owner) for r in records], verdict
+    return [label_turn(r, task.ground_truth[r.index]) for r in records], verdict
 
 
 def test_every_ground_truth_turn_is_labelled_a_success(suite):
@@ -177,9 +174,23 @@ RESPONSE = "multi_turn:execution_response_mismatch"
             Label.ARGUMENT_MISMATCH,
         ),
         (
-            turn([step([("post_tweet", {"content": "hi"})], [("{}", None, True)])], fail(STATE)),
+            turn(
+                [step([("cd", {"folder": "document"})], [("{}", None, True)])],
+                VerdictRecord(
+                    passed=False,
+                    expects_calls=True,
+                    model_calls=1,
+                    error_type=STATE,
+                    state_differences=["TwitterAPI", "GorillaFileSystem.root"],
+                ),
+            ),
             "gt",
             Label.INSTANCE_MISMATCH,
+        ),
+        (  # another class's tool is not an instance mismatch (the released meaning): the state check decides
+            turn([step([("post_tweet", {"content": "hi"})], [("{}", None, True)])], fail(STATE)),
+            "gt",
+            Label.STATE_MISMATCH,
         ),
         (
             turn([step([("cd", {"folder": "document"})], [("{}", None, True)])], fail(STATE)),
@@ -210,7 +221,18 @@ RESPONSE = "multi_turn:execution_response_mismatch"
             "gt",
             Label.PASS,
         ),
-        (TurnRecord(index=0, steps=[], verdict=None), "gt", None),
+        (TurnRecord(index=0, steps=[], verdict=None), "gt", Label.MISSING_TOOL_CALL),
+        (TurnRecord(index=0, steps=[], verdict=None), "none", Label.CORRECT_ABSTENTION),
+        (
+            TurnRecord(index=0, steps=[step([("ls", {})], [("{}", None, True)])], verdict=None),
+            "none",
+            Label.SPURIOUS_TOOL_CALL,
+        ),
+        (
+            TurnRecord(index=0, steps=[step([("cd", {"folder": "document"})], [("{}", None, True)])], verdict=None),
+            "gt",
+            Label.MISSING_TOOL_CALL,
+        ),
     ],
     ids=[
         "spurious",
@@ -221,19 +243,21 @@ RESPONSE = "multi_turn:execution_response_mismatch"
         "invalid_unknown",
         "argument",
         "instance",
+        "other_class_tool",
         "state",
         "recovery",
         "repaired_then_response",
         "pass",
-        "unverified",
+        "unreached",
+        "unreached_abstention",
+        "unfinished_spurious",
+        "unfinished_with_calls",
     ],
 )
 def test_hand_built_turns_get_their_label(suite, record, truth, expected):
-    from seal_hub.diagnosis import _class_of
-
     task = suite.task(TASK)
     calls = task.ground_truth[0] if truth == "gt" else ()
-    assert label_turn(record, calls, _class_of(task)) == expected
+    assert label_turn(record, calls) == expected
 
 
 def test_every_label_is_covered_by_the_hand_built_cases():
@@ -300,6 +324,9 @@ def test_failure_profile_numbers():
     passing = profile.get(Label.PASS)
     assert (passing.count, passing.prevalence, passing.mean_reward) == (2, pytest.approx(1 / 3), 0.5)
     assert profile.get(Label.STATE_MISMATCH).count == 0
+    # mean reward over turn occurrences: pass turns in rollouts of reward 0, 1, 1, 1 -> 3/4 (per rollout: 1/2)
+    more = FailureProfile.of([*diagnoses, RolloutDiagnosis("d", 1.0, (Label.PASS, Label.PASS))])
+    assert more.get(Label.PASS).mean_reward == 0.75
     assert FailureProfile.from_dict(json.loads(json.dumps(profile.to_dict()))) == profile
 
 

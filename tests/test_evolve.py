@@ -233,11 +233,10 @@ def test_rho_window_steps_every_step_and_resets_every_epoch():
     passed = RolloutDiagnosis("t1", 1.0, (L.PASS, L.PASS, L.PASS, L.PASS, None))
     window = RhoWindow()
     rho = window.step([failed, passed])
-    # window: 8 labelled turns; missing: count 2, prevalence 0.25, mean reward 0.0; pass: count 6, prevalence 0.75,
-    # mean reward (0 + 1) / 2 = 0.5.
+    # window: 8 labelled turns; missing: count 2, prevalence 0.25, mean reward 0.0.
     # missing: target = 1.5 * (1 + 0.25 * 1.0 * 2/32) = 1.5234375; rho = 1.5 + 0.25 * 0.0234375 = 1.505859375
-    # pass:    target = 1.0 * (1 + 0.75 * 0.5 * 6/32) = 1.0703125; rho = 1.0 + 0.25 * 0.0703125 = 1.017578125
-    assert (rho[L.MISSING_TOOL_CALL], rho[L.PASS]) == (1.505859375, 1.017578125)
+    # pass: held at its base 1.0 (it would otherwise move toward 1 + 0.75 * (1 - 4/6) * 6/32 = 1.046875)
+    assert (rho[L.MISSING_TOOL_CALL], rho[L.PASS]) == (1.505859375, 1.0)
     assert window.profile().turns == 8 and len(window.diagnoses) == 2
     rho = window.step([])  # same window, one more EMA step toward the same target
     assert rho[L.MISSING_TOOL_CALL] == 1.505859375 + 0.25 * (1.5234375 - 1.505859375) == 1.51025390625
@@ -249,3 +248,78 @@ def test_rho_window_steps_every_step_and_resets_every_epoch():
     assert rho is not window.rho  # callers get a copy
     frozen = RhoWindow(EvolveConfig(closed_loop_rho=False))
     assert frozen.step([failed, passed]) == DEFAULT_RHO and frozen.profile().turns == 8
+
+
+def test_rho_over_three_batches_matches_hand_arithmetic():
+    """The released update: pass held at base, statistics over turn occurrences, the window kept across steps
+    and reset at an epoch boundary. Every expected number is worked out by hand in the comments."""
+    M, A, G, P = L.MISSING_TOOL_CALL, L.CORRECT_ABSTENTION, L.ARGUMENT_MISMATCH, L.PASS
+    window = RhoWindow()
+    batch1 = [
+        RolloutDiagnosis("a", 0.0, (M,) * 16 + (P,) * 8),
+        RolloutDiagnosis("b", 1.0, (P,) * 12 + (A,) * 12),
+        RolloutDiagnosis("c", 0.0, (A,) * 4 + (G,) * 8 + (P,) * 4),
+    ]
+    rho1 = window.step(batch1)
+    # window = batch 1: 64 labelled turns; missing 16, pass 24, abstention 16, argument 8.
+    # missing:    prevalence 16/64 = 1/4, mean reward 0, evidence 16/32 = 1/2
+    #             target = 1.5 * (1 + 1/4 * 1 * 1/2) = 1.6875; rho = 1.5 + 0.25 * (1.6875 - 1.5) = 1.546875
+    # abstention: prevalence 1/4, mean reward over occurrences (12 * 1 + 4 * 0) / 16 = 3/4, evidence 1/2
+    #             target = 1.8 * (1 + 1/4 * 1/4 * 1/2) = 1.8 * 1.03125 = 1.85625
+    #             rho = 1.8 + 0.25 * 0.05625 = 1.8140625
+    #             (per rollout the mean would be (1 + 0) / 2 = 1/2: target 1.9125, rho 1.828125)
+    # argument:   prevalence 8/64 = 1/8, mean reward 0, evidence 8/32 = 1/4
+    #             target = 1.0 * (1 + 1/8 * 1/4) = 1.03125; rho = 1 + 0.25 * 0.03125 = 1.0078125
+    # pass:       held at 1.0 (moving it would give target 1 + 3/8 * 1/2 * 3/4 = 1.140625, rho 1.03515625)
+    assert rho1[M] == pytest.approx(1.546875, abs=1e-12)
+    assert rho1[A] == pytest.approx(1.8140625, abs=1e-12)
+    assert rho1[G] == pytest.approx(1.0078125, abs=1e-12)
+    assert rho1[P] == 1.0
+    for label in set(Label) - {M, A, G}:
+        assert rho1[label] == DEFAULT_RHO[label]
+    # the batch is weighted with rho1 (observed first): a = 2/3 missing + 1/3 pass
+    #   w = 2/3 * 1.546875 + 1/3 * 1.0 = (3.09375 + 1) / 3 = 1.364583...
+    assert batch1[0].weight(rho1) == pytest.approx(4.09375 / 3, abs=1e-12)
+
+    batch2 = [RolloutDiagnosis("d", 0.0, (M,) * 16), RolloutDiagnosis("e", 1.0, (A,) * 16)]
+    rho2 = window.step(batch2)
+    # window = batches 1 + 2: 96 turns; missing 32, abstention 32, argument 8, pass 24.
+    # missing:    prevalence 1/3, mean 0, evidence 1: target = 1.5 * (1 + 1/3) = 2.0 (at the clamp)
+    #             rho = 1.546875 + 0.25 * (2.0 - 1.546875) = 1.66015625
+    # abstention: prevalence 1/3, mean (12 + 16) / 32 = 7/8, evidence 1: target = 1.8 * (1 + 1/3 * 1/8) = 1.875
+    #             rho = 1.8140625 + 0.25 * (1.875 - 1.8140625) = 1.829296875
+    # argument:   prevalence 8/96 = 1/12, mean 0, evidence 1/4: target = 1 + 1/12 * 1/4 = 1 + 1/48 = 1.0208333...
+    #             rho = 1.0078125 + 0.25 * (1.0208333... - 1.0078125) = 1.0110677083...
+    assert rho2[M] == pytest.approx(1.66015625, abs=1e-12)
+    assert rho2[A] == pytest.approx(1.829296875, abs=1e-12)
+    assert rho2[G] == pytest.approx(1.0078125 + 0.25 * (1 + 1 / 48 - 1.0078125), abs=1e-12)
+    assert rho2[P] == 1.0
+
+    window.reset()  # epoch boundary: the window empties, rho stays
+    rho3 = window.step([RolloutDiagnosis("f", 0.0, (G,) * 32), RolloutDiagnosis("g", 1.0, (P,) * 32)])
+    # window = batch 3: 64 turns; argument 32 (prevalence 1/2, mean 0, evidence 1), pass 32.
+    # argument:   target = 1 * (1 + 1/2) = 1.5; rho = 1.0110677083 + 0.25 * (1.5 - 1.0110677083) = 1.1333007812...
+    # missing:    absent, target = base 1.5; rho = 1.66015625 + 0.25 * (1.5 - 1.66015625) = 1.6201171875
+    # abstention: absent, target = base 1.8; rho = 1.829296875 + 0.25 * (1.8 - 1.829296875) = 1.82197265625
+    assert rho3[G] == pytest.approx(1.1333007812, abs=1e-10)
+    assert rho3[M] == pytest.approx(1.6201171875, abs=1e-12)
+    assert rho3[A] == pytest.approx(1.82197265625, abs=1e-12)
+    assert rho3[P] == 1.0
+
+
+def test_the_released_mode_starts_with_schema_cues_and_evolves_nothing_else():
+    from seal_hub.evolve import evolve_config_for, starting_interface
+
+    v0 = starting_interface("bfcl", "released")
+    assert v0.version == "v0" and v0.parent is None and v0.schema_cues.enabled and v0.schema_cues.note
+    assert not v0.recovery_feedback.enabled and not v0.capability_guidelines.enabled
+    assert v0 == InterfaceSnapshot.model_validate(v0.model_dump())  # a valid, hashed snapshot
+    assert starting_interface("bfcl", "released", env_adaptation=False).is_null
+    assert starting_interface("bfcl", "full").is_null
+    failing = profile(missing_tool_call=(40, 0.5, 0.0), invalid_tool_call=(40, 0.3, 0.0))
+    released = evolve(v0, failing, evolve_config_for("released"))
+    assert released is v0  # cues already on; no hints, no guidelines
+    full = evolve(v0, failing, evolve_config_for("full"))
+    assert full.recovery_feedback.enabled and full.capability_guidelines.enabled
+    with pytest.raises(ValueError, match="interface_mode"):
+        evolve_config_for("everything")

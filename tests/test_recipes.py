@@ -61,7 +61,7 @@ def test_config_parses_into_valid_arguments(config, monkeypatch, tmp_path):
             1.0,
         )
         assert training.num_generations == 8 and training.max_steps_per_turn == 20 and training.use_vllm
-        assert training.loss_type == "dapo" and not model.use_peft
+        assert training.loss_type == "grpo" and not model.use_peft  # verl token-mean over 1-sequence micro-batches
     if config.name == "qwen2.5-7b-qlora.yaml":
         assert model.load_in_4bit and model.bnb_4bit_quant_type == "nf4" and model.use_bnb_nested_quant
     if config.name == "demo_cpu.yaml":
@@ -140,3 +140,41 @@ def test_demo_picks_the_shortest_training_prompts(suite):
     sizes = [recipe.prompt_size(suite, t) for t in tasks]
     everything = recipe.training_tasks(suite, recipe.SealScriptArguments(task_order="split"))
     assert sizes == sorted(sizes) and sizes[-1] <= min(recipe.prompt_size(suite, t) for t in everything[:50])
+
+
+def test_training_defaults_to_the_paper_split_and_keeps_the_others(suite, tmp_path):
+    from seal_hub.envs.bfcl import paper_split, stratified_split
+
+    recipe = recipe_module()
+    paper = paper_split()
+    default = recipe.training_tasks(suite, recipe.SealScriptArguments())
+    assert [t.id for t in default] == list(paper.train)
+    seeded = recipe.training_tasks(suite, recipe.SealScriptArguments(split_file="stratified", split_seed=3))
+    assert [t.id for t in seeded] == list(stratified_split(suite.tasks, seed=3).train)
+    assert [t.id for t in seeded] != list(paper.train)
+    path = tmp_path / "split.json"
+    path.write_text('{"train": ["multi_turn_base_7", "multi_turn_base_2"], "test": []}')
+    by_path = recipe.training_tasks(suite, recipe.SealScriptArguments(split_file=str(path)))
+    assert [t.id for t in by_path] == ["multi_turn_base_7", "multi_turn_base_2"]
+
+
+@pytest.mark.parametrize("config", [c for c in CONFIGS if c.name in GPU_CONFIGS], ids=lambda c: c.name)
+def test_gpu_configs_train_on_the_paper_split_with_its_episode_budget(config, monkeypatch):
+    script, training, _ = parse(config, gpu=True, monkeypatch=monkeypatch)
+    assert script.split_file == "paper"
+    assert training.max_steps_per_episode == 20
+    assert training.interface_mode == "released"  # the paper configs reproduce the released run
+
+
+def test_a_zero_episode_budget_is_refused_with_the_field_name(monkeypatch, tmp_path):
+    with pytest.raises(ValueError, match="max_steps_per_episode"):
+        parse(CONFIGS[0], "--output_dir", str(tmp_path), "--max_steps_per_episode", "0", monkeypatch=monkeypatch)
+
+
+def test_paper_full_ft_takes_the_released_optimisation_settings(monkeypatch):
+    _, training, _ = parse(ROOT / "recipes" / "configs" / "paper_full_ft.yaml", gpu=True, monkeypatch=monkeypatch)
+    assert str(training.lr_scheduler_type).rsplit(".", 1)[-1].lower() == "constant"
+    assert training.weight_decay == 0.01 and training.learning_rate == 1e-6
+    assert training.loss_type == "grpo" and training.delta == 10.0 and training.epsilon == 0.2
+    assert training.vllm_importance_sampling_correction is False and training.use_bias_correction_kl is False
+    assert training.max_completion_length == 4096

@@ -206,3 +206,20 @@ def test_the_learning_interface_shapes_what_the_agent_sees(suite, tiny):
     assert "No such file or directory" in tool_message.content and "Hint:" in tool_message.content
     # the step record keeps the raw result; the hint is only what the agent was shown
     assert "Hint:" not in trajectory.turns[0].steps[0].results[0].content
+
+
+def test_an_episode_cut_by_its_step_budget_still_labels_every_turn(suite, tiny):
+    from seal_hub.diagnosis import Label, diagnose
+
+    _, tokenizer = tiny
+    task = suite.task("multi_turn_base_0")
+    assert task.ground_truth[0] and task.ground_truth[1]  # turn 0: calls + "Done." (2 steps); turn 1 is cut
+    backend = ScriptedBackend(tokenizer, ground_truth_script(suite))
+    config = {"episode": EpisodeConfig(max_steps_per_episode=3), "sampling": LONG}
+    [trajectory] = engine(backend, tokenizer, suite, **config).run([task])
+    assert trajectory.truncated and trajectory.truncation == "step_limit" and trajectory.reward == 0.0
+    assert trajectory.num_steps == 3 and len(trajectory.turns) == 2
+    labels = diagnose(trajectory, task).labels
+    rest = [Label.MISSING_TOOL_CALL if calls else Label.CORRECT_ABSTENTION for calls in task.ground_truth[2:]]
+    assert list(labels) == [Label.PASS, Label.MISSING_TOOL_CALL, *rest]
+    assert len(labels) == task.num_turns

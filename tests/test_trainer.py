@@ -10,6 +10,7 @@ import torch
 from scripted import ScriptedBackend
 
 from seal_hub.diagnosis import DEFAULT_RHO, Label, RolloutDiagnosis
+from seal_hub.evolve import SCHEMA_NOTE
 from seal_hub.rollout.records import read_trajectories
 from seal_hub.toolcalls import format_tool_calls
 
@@ -146,7 +147,9 @@ def test_ablation_switches(suite, tiny_dir, tmp_path, switches, interface_moves,
     trainer._rollout([t for t in TASKS for _ in range(2)], trainer)
     assert (trainer.interface.version != "v0") == interface_moves
     assert (trainer.window.rho[Label.MISSING_TOOL_CALL] != 1.5) == rho_moves
-    assert all(w == (1.5 if weights_apply else 1.0) for w in trainer._weights)
+    # the batch is weighted with the rho that already observed it (the released order)
+    expected = trainer.window.rho[Label.MISSING_TOOL_CALL] if weights_apply else 1.0
+    assert all(w == expected for w in trainer._weights)
 
 
 def test_resume_after_a_kill_loses_and_duplicates_nothing(suite, tiny_dir, tmp_path):
@@ -240,3 +243,29 @@ def test_the_closed_loop_window_resets_each_epoch_but_not_on_resume(suite, tiny_
     assert len(trainer.window.diagnoses) == 1
     callback.on_epoch_begin(trainer.args, TrainerState(epoch=1.0), None)  # epoch 1 begins
     assert trainer.window.diagnoses == [] and trainer.window_epoch == 1
+
+
+def test_trained_completions_stop_at_max_completion_length(suite, tiny_dir, tmp_path):
+    trainer = make_trainer(suite, tiny_dir, tmp_path, max_completion_length=24, max_steps=1)
+    output = trainer._rollout([t for t in TASKS for _ in range(2)], trainer)
+    trajectories = read_trajectories(tmp_path / "run" / "iterations" / "step_000001" / "trajectories.parquet")
+    assert all(len(t.token_ids) - t.prompt_length > 24 for t in trajectories)  # every episode is longer
+    for key in ("completion_ids", "logprobs", "env_mask"):
+        assert [len(x) for x in output[key]] == [24] * 4, key
+    for t, ids, mask in zip(trajectories, output["completion_ids"], output["env_mask"], strict=True):
+        assert ids == t.token_ids[t.prompt_length :][:24] and mask == t.token_mask[t.prompt_length :][:24]
+    assert output["seal_reward"] == [t.reward for t in trajectories] and 1.0 in output["seal_reward"]
+
+
+def test_the_released_interface_mode_trains_with_schema_cues_from_step_0_and_nothing_else(suite, tiny_dir, tmp_path):
+    always_wrong = lambda model, tokenizer, step: ScriptedBackend(tokenizer, lambda *_: "Done.")  # noqa: E731
+    trainer = make_trainer(suite, tiny_dir, tmp_path, backend=always_wrong, max_steps=1, interface_mode="released")
+    v0 = trainer.interface
+    assert v0.version == "v0" and v0.schema_cues.enabled and trainer.store.get("v0") == v0
+    trainer._rollout([t for t in TASKS for _ in range(2)], trainer)
+    trajectories = read_trajectories(tmp_path / "run" / "iterations" / "step_000001" / "trajectories.parquet")
+    assert all(t.interface_version == "v0" for t in trajectories)
+    assert all(SCHEMA_NOTE in t.messages[0].content for t in trajectories)  # the cues reached the first rollouts
+    now = trainer.interface  # rho moved and is recorded; no hints, no guidelines
+    assert now.schema_cues == v0.schema_cues
+    assert not now.recovery_feedback.enabled and not now.capability_guidelines.enabled

@@ -156,7 +156,7 @@ class TurnVerdict:
     model_calls: int  # structured calls the model attempted this turn (unparseable text not counted)
     passed: bool
     error_type: str | None = None
-    state_differences: tuple[str, ...] = ()  # "Class.attribute" that differ from the ground truth
+    state_differences: tuple[str, ...] = ()  # "Class.attribute" that differ; "Class": instance on one side only
     missing_outputs: tuple[str, ...] = ()  # ground-truth outputs the model's outputs do not cover
 
 

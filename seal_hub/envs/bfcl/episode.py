@@ -14,7 +14,10 @@ needs this: task 173 of each category keys tickets by strings where the doc says
 `reject_ill_typed=True` refuses them instead. Tools withheld until a later turn (miss_func) and functions
 the task excludes are refused by default, as the SEAL paper's released configuration does;
 `allow_hidden_tools=True` runs them as plain BFCL would. More than `max_steps_per_turn` calling steps in
-one turn end the episode as BFCL's inference loop does (force-terminated, reward 0).
+one turn end the episode as BFCL's inference loop does (force-terminated, reward 0). `max_steps_per_episode`
+is the SEAL paper's training budget instead: every model step counts (calling or turn-ending), and once the
+episode has taken that many without finishing it is cut (force-terminated, reward 0; the turns it did not
+verify are labelled by `seal_hub.diagnosis`).
 
 Not covered: turning model text into calls (`seal_hub.toolcalls`) or what the agent is shown beyond the
 task's own messages and tools (`seal_hub.interface`).
@@ -54,6 +57,10 @@ _NAME_SHOWN = 80  # characters of an offending tool name echoed back to the mode
 @dataclass(frozen=True)
 class EpisodeConfig:
     max_steps_per_turn: int = field(default=20, metadata={"help": "Calling steps allowed in one user turn."})
+    max_steps_per_episode: int | None = field(
+        default=None,
+        metadata={"help": "Model steps allowed in the whole episode (the paper's training budget: 20); None: no cap."},
+    )
     allow_hidden_tools: bool = field(
         default=False,
         metadata={"help": "Execute tools withheld until a later turn or excluded by the task, as plain BFCL does."},
@@ -80,6 +87,8 @@ class EpisodeConfig:
     def __post_init__(self) -> None:
         if self.max_steps_per_turn < 1:
             raise ValueError(f"max_steps_per_turn must be >= 1, got {self.max_steps_per_turn}")
+        if self.max_steps_per_episode is not None and self.max_steps_per_episode < 1:
+            raise ValueError(f"max_steps_per_episode must be >= 1 or None (no cap), got {self.max_steps_per_episode}")
         if self.max_argument_chars < 1:
             raise ValueError(f"max_argument_chars must be >= 1, got {self.max_argument_chars}")
 
@@ -124,6 +133,7 @@ class Episode:
         self._verdicts: list[TurnVerdict] = []
         self._outputs: list[str] = []
         self._steps_in_turn = 0
+        self._steps_in_episode = 0
         self._done = False
         self._force_terminated = False
         self._started = True
@@ -136,6 +146,18 @@ class Episode:
             raise EpisodeError(f"episode {self.task.id}: call reset() before step() (and not after close())")
         if self._done:
             raise EpisodeError(f"episode {self.task.id} is finished; create or reset an episode to go on")
+        self._steps_in_episode += 1
+        result = self._step(action)
+        budget = self.config.max_steps_per_episode
+        if not result.done and budget is not None and self._steps_in_episode >= budget:
+            self._done = self._force_terminated = True  # the next user turn, if one came, is never shown
+            cut = Observation(
+                result.observation.turn_index, tool_results=result.observation.tool_results, tools=self.tools
+            )
+            return StepResult(cut, done=True, truncated=True, reward=0.0)
+        return result
+
+    def _step(self, action: Action) -> StepResult:
         calling = bool(action.tool_calls) or (bool(action.parse_errors) and not self.config.end_turn_on_parse_error)
         if not calling:
             return self._end_turn()

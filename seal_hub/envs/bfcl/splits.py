@@ -79,15 +79,20 @@ def paper_split(known_ids: set[str] | None = None) -> Split:
     return Split(split.train, split.test, source="SEAL paper (bfcl_400_split.json)")
 
 
-def resolve_split(split_file: str | Path | None, known_ids: set[str] | None = None, seed: int = 0) -> Split:
+def resolve_split(
+    split_file: str | Path | None,
+    known_ids: set[str] | None = None,
+    seed: int = 0,
+    tasks: dict[str, Task] | None = None,
+) -> Split:
     """A split by file path, `"paper"` (also the default, None) for the shipped paper split, or `"stratified"`
-    for our seeded stratified split."""
+    for our seeded stratified split (of `tasks`, else of all BFCL multi-turn tasks)."""
     if split_file is None or str(split_file) == PAPER_SPLIT:
         return paper_split(known_ids)
     if str(split_file) == "stratified":
         from seal_hub.envs.bfcl.tasks import load_tasks
 
-        return stratified_split(load_tasks(), seed=seed)
+        return stratified_split(tasks if tasks is not None else load_tasks(), seed=seed)
     return load_split(split_file, known_ids)
 
 

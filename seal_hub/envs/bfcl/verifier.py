@@ -3,7 +3,8 @@
 For every user turn whose ground truth makes calls, bfcl-eval's checker asks, in this order:
 1. did the model make any call this turn (else `multi_turn:empty_turn_model_response`);
 2. does every API instance's public state equal the state after the ground-truth calls
-   (else `multi_turn:instance_state_mismatch`);
+   (else `multi_turn:instance_state_mismatch`; an instance present on one side only is a difference too, named
+   by its class alone);
 3. are this turn's ground-truth execution outputs all found, as a multiset, among *all* the model's outputs
    so far (else `multi_turn:execution_response_mismatch`).
 Turns whose ground truth makes no call are not checked by bfcl-eval 2026.3.23 (its
@@ -86,9 +87,10 @@ def check_turn(
         return TurnVerdict(turn, False, model_calls, True)
     if model_calls == 0:
         return TurnVerdict(turn, True, 0, False, EMPTY_TURN)
-    differences = tuple(
+    differences = tuple(sorted(set(truth.state) ^ set(instances))) + tuple(  # a whole instance on one side only
         f"{class_name}.{attribute}"
         for class_name, truth_state in truth.state.items()
+        if class_name in instances
         for attribute, value in truth_state.items()
         if getattr(instances[class_name], attribute, _MISSING) != value
     )
