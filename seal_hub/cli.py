@@ -166,7 +166,14 @@ def _eval_adapter(ref_text: str):
 
 def _eval(args: argparse.Namespace) -> int:
     from seal_hub.envs.suite import load_suite
-    from seal_hub.evaluation import EvalProtocol, EvalSpec, ModelRunner, OracleRunner, run_evaluation
+    from seal_hub.evaluation import (
+        EvalProtocol,
+        EvalSpec,
+        ModelRunner,
+        OracleRunner,
+        interface_record,
+        run_evaluation,
+    )
     from seal_hub.interface import InterfaceSnapshot
 
     if args.limit is not None and args.limit < 1:
@@ -211,11 +218,7 @@ def _eval(args: argparse.Namespace) -> int:
         split_source=args.split_file or "paper",
         model=model_record,
         adapter=adapter,
-        interface={
-            "ref": args.interface or "null",
-            "version": interface.version,
-            "content_hash": interface.content_hash,
-        },
+        interface=interface_record(interface, args.interface or "null"),
         protocol=protocol.as_dict(),
     )
     result = run_evaluation(suite, tasks, runner, spec, args.out, progress=not args.no_progress)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from seal_hub.evaluation.harness import EvalResult, run_evaluation
 from seal_hub.evaluation.protocol import EvalProtocol
-from seal_hub.evaluation.results import SCHEMA, EvalSpec
+from seal_hub.evaluation.results import SCHEMA, EvalSpec, interface_record
 from seal_hub.evaluation.runners import ModelRunner, OracleRunner
 from seal_hub.evaluation.scores import CategoryScore, Scores
 from seal_hub.evaluation.store import EvalStore, ResumeError
@@ -29,5 +29,6 @@ __all__ = [
     "OracleRunner",
     "ResumeError",
     "Scores",
+    "interface_record",
     "run_evaluation",
 ]

@@ -79,6 +79,11 @@ class EvalSpec:
         }
 
 
+def interface_record(snapshot, ref: str = "null") -> dict[str, str]:
+    """How `results.json` names the interface an evaluation showed the agent."""
+    return {"ref": ref, "version": snapshot.version, "content_hash": snapshot.content_hash}
+
+
 def package_versions(names: Sequence[str] = PACKAGES) -> dict[str, str]:
     """Installed versions of the packages that bear on a score (those not installed are left out)."""
     found = {}
