@@ -180,6 +180,13 @@ def _eval(args: argparse.Namespace) -> int:
         raise ValueError(f"--limit must be >= 1, got {args.limit}")
     if args.model == "oracle" and args.adapter:
         raise ValueError("--model oracle replays the suite's reference answers; it takes no --adapter")
+    if args.publish is not None:
+        from seal_hub.hub.registry import HubError, Ref
+
+        if not args.adapter:
+            raise ValueError("--publish records the scores on the evaluated adapter's card: give --adapter REF")
+        if Ref.parse(args.publish, "dataset").revision is not None:
+            raise HubError(f"--publish {args.publish}: give a repository without '@revision'")
     suite = load_suite(args.suite)
     tasks = suite.select(suite.split_ids(args.split, args.split_file))
     tasks = tasks[: args.limit] if args.limit is not None else tasks

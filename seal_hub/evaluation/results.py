@@ -112,6 +112,15 @@ def results_record(
     }
 
 
+def results_markdown_table(results: dict[str, Any]) -> str:
+    """The paper-format table of a `results.json` record."""
+    from seal_hub.evaluation.scores import CategoryScore
+
+    per_category = results["scores"]["per_category"]
+    scores = Scores({name: CategoryScore(s["passed"], s["total"]) for name, s in per_category.items()})
+    return scores.table(results["suite"])
+
+
 def results_markdown(results: dict[str, Any], scores: Scores) -> str:
     adapter = results["adapter"]
     model = results["model"]["id"] + (f"@{results['model']['revision']}" if results["model"]["revision"] else "")
