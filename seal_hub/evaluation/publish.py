@@ -28,6 +28,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from seal_hub.evaluation.results import results_markdown_table
 from seal_hub.hub.registry import HubError, Ref, Registry, check_tag, registry_for
 
 BFCL_DATASET = ("bfcl_v3_multi_turn", "BFCL v3 multi-turn")
@@ -65,7 +66,6 @@ def _dataset_of(suite: str) -> tuple[str, str]:
 def records_card(repo_id: str, tag: str, results: dict[str, Any], adapter_url: str | None) -> str:
     from huggingface_hub import DatasetCardData
 
-    from seal_hub.evaluation.results import results_markdown_table
     from seal_hub.hub.cards import CARD_TAGS, _render
 
     files = results.get("files", {})
