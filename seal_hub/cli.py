@@ -200,6 +200,10 @@ def _eval(args: argparse.Namespace) -> int:
     adapter = folder = None
     if args.adapter:  # resolved before any model loads, so a bad reference fails at once
         folder, adapter = _eval_adapter(args.adapter)
+        if args.publish is not None:
+            from seal_hub.evaluation.publish import check_adapter_head
+
+            check_adapter_head(adapter)  # before the run, not after it
     if args.model == "oracle":
         runner = OracleRunner(suite, protocol.episode_config(), interface.version)
         model_record = {"id": "oracle", "revision": None}

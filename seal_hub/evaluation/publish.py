@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from seal_hub.evaluation.results import results_markdown_table
-from seal_hub.hub.registry import HubError, Ref, Registry, check_tag, registry_for
+from seal_hub.hub.registry import HubError, Ref, Registry, Version, check_tag, registry_for
 
 BFCL_DATASET = ("bfcl_v3_multi_turn", "BFCL v3 multi-turn")
 _SAFE = re.compile(r"[^A-Za-z0-9._-]+")
@@ -128,17 +128,50 @@ def _eval_results(results: dict[str, Any], source_name: str, source_url: str) ->
     return found
 
 
+_SAME = ("suite", "split", "split_source", "model", "adapter", "interface", "protocol", "scores", "task_ids")
+_CARD_FILES = ("README.md", ".gitattributes")
+
+
+def _weights(folder: Path) -> dict[str, bytes]:
+    """An adapter version's files other than its card."""
+    return {
+        p.relative_to(folder).as_posix(): p.read_bytes()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file() and p.relative_to(folder).as_posix() not in _CARD_FILES
+    }
+
+
+def check_adapter_head(adapter: dict[str, Any], registry: Registry | None = None) -> Path:
+    """The folder of the head of the adapter's main, which must hold the evaluated weights (else `HubError`)."""
+    ref = Ref(adapter["repo"], "model", backend=adapter.get("backend"))
+    registry = registry or registry_for(ref)
+    head = registry.resolve(ref.at("main"))
+    current = registry.download(ref.at(head))
+    evaluated = current if head == adapter["commit"] else registry.download(ref.at(adapter["commit"]))
+    if _weights(current) != _weights(evaluated):
+        raise HubError(
+            f"{adapter['repo']}@{adapter['revision']} (commit {adapter['commit'][:12]}) is not the head of main "
+            f"({head[:12]}): only the latest version's card can carry its scores; evaluate {adapter['repo']}@main"
+        )
+    return current
+
+
+def _published(registry: Registry, repo_id: str, tag: str) -> dict[str, Any] | None:
+    """The results record already published under `tag`, if any."""
+    if not registry.repo_exists(repo_id, "dataset"):
+        return None
+    if tag not in {v.tag for v in registry.versions(repo_id, "dataset")}:
+        return None
+    path = registry.download(Ref(repo_id, "dataset", tag)) / "results" / f"{tag}.json"
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+
+
 def _staging() -> Path:
     return Path(tempfile.mkdtemp(prefix="seal_hub-eval-publish-"))
 
 
 def publish_evaluation(out: str | Path, records_repo: str, registry: Registry | None = None) -> list[str]:
     """Publish the evaluation in `out` (see the module docstring); returns what was published, as lines."""
-    from huggingface_hub import ModelCard
-
-    from seal_hub.hub.artifacts import GITATTRIBUTES
-    from seal_hub.hub.cards import Link
-
     out = Path(out)
     results = _results(out)
     adapter = results.get("adapter")
@@ -150,63 +183,80 @@ def publish_evaluation(out: str | Path, records_repo: str, registry: Registry | 
         raise HubError(f"--publish {records_repo}: give a repository without '@revision' (the tag is chosen for you)")
     adapter_registry = registry or registry_for(adapter_ref)
     records_registry = registry or (registry_for(records_ref) if records_ref.backend else adapter_registry)
-    head = adapter_registry.resolve(adapter_ref.at("main"))
-    if head != adapter["commit"]:
-        raise HubError(
-            f"{adapter['repo']}@{adapter['revision']} (commit {adapter['commit'][:12]}) is not the head of main "
-            f"({head[:12]}): only the latest version's card can carry its scores; evaluate {adapter['repo']}@main"
-        )
+    current = check_adapter_head(adapter, adapter_registry)
     records_tag, adapter_tag = eval_tags(results)
-    records_link = Link("evaluation", records_ref.repo_id, "dataset", records_tag)
-    adapter_link = Link("adapter", adapter["repo"], "model", adapter_tag)
+    published = _published(records_registry, records_ref.repo_id, records_tag)
+    if published is not None and {k: published.get(k) for k in _SAME} != {k: results.get(k) for k in _SAME}:
+        raise HubError(
+            f"{records_ref.repo_id}@{records_tag} already holds another evaluation of this adapter version; "
+            "give another --publish repository"
+        )
+    if published is None:
+        records = _push_records(records_registry, records_ref.repo_id, records_tag, out, results, adapter_tag)
+    else:
+        records = next(v for v in records_registry.versions(records_ref.repo_id, "dataset") if v.tag == records_tag)
+    lines = [f"published records {records_ref.repo_id}@{records.tag} ({records.commit[:12]})"]
+    tags = {v.tag: v for v in adapter_registry.versions(adapter["repo"], "model")}
+    if adapter_tag in tags:  # this evaluation is already on the card
+        return [*lines, f"published scores on {adapter['repo']}@{adapter_tag} ({tags[adapter_tag].commit[:12]})"]
+    card = _scored_card(current / "README.md", results, records_ref.repo_id, records_tag)
+    folder = _staging()
+    try:
+        (folder / "README.md").write_text(card, encoding="utf-8")
+        average = results["scores"]["average"]
+        message = f"{adapter_tag}: {results['suite']} avg {average:.2f} ({records_ref.repo_id}@{records_tag})"
+        version = adapter_registry.push(
+            adapter["repo"], "model", folder, tag=adapter_tag, message=message, keep_existing=True
+        )
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    return [*lines, f"published scores on {adapter['repo']}@{version.tag} ({version.commit[:12]})"]
+
+
+def _push_records(registry: Registry, repo_id: str, tag: str, out: Path, results: dict, adapter_tag: str) -> Version:
+    """The evaluation's files as version `tag` of dataset `repo_id` (earlier evaluations there stay)."""
+    from seal_hub.hub.artifacts import GITATTRIBUTES
+    from seal_hub.hub.cards import Link
 
     folder = _staging()
     try:
         for config, name in (("trajectories", "trajectories.parquet"), ("diagnoses", "diagnoses.parquet")):
             if (out / name).is_file():
                 (folder / config).mkdir()
-                shutil.copy2(out / name, folder / config / f"{records_tag}.parquet")
+                shutil.copy2(out / name, folder / config / f"{tag}.parquet")
         (folder / "results").mkdir()
-        shutil.copy2(out / "results.json", folder / "results" / f"{records_tag}.json")
-        shutil.copy2(out / "results.md", folder / "results" / f"{records_tag}.md")
-        card = records_card(records_ref.repo_id, records_tag, results, adapter_link.url)
-        (folder / "README.md").write_text(card, encoding="utf-8")
+        shutil.copy2(out / "results.json", folder / "results" / f"{tag}.json")
+        shutil.copy2(out / "results.md", folder / "results" / f"{tag}.md")
+        adapter_url = Link("adapter", results["adapter"]["repo"], "model", adapter_tag).url
+        (folder / "README.md").write_text(records_card(repo_id, tag, results, adapter_url), encoding="utf-8")
         (folder / ".gitattributes").write_text(GITATTRIBUTES, encoding="utf-8")
         average = results["scores"]["average"]
-        message = f"{records_tag}: {results['suite']} avg {average:.2f} on {results['num_tasks']} tasks"
-        records_registry.create_repo(records_ref.repo_id, "dataset")
-        records_version = records_registry.push(
-            records_ref.repo_id, "dataset", folder, tag=records_tag, message=message, keep_existing=True
-        )
+        message = f"{tag}: {results['suite']} avg {average:.2f} on {results['num_tasks']} tasks"
+        registry.create_repo(repo_id, "dataset")
+        return registry.push(repo_id, "dataset", folder, tag=tag, message=message, keep_existing=True)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 
-    current = adapter_registry.download(adapter_ref.at(head))
-    readme = current / "README.md"
+
+def _scored_card(readme: Path, results: dict, records_repo: str, records_tag: str) -> str:
+    """The adapter card with this evaluation in its model-index (same dataset/split/metric replaced) and body."""
+    from huggingface_hub import ModelCard
+
+    from seal_hub.hub.cards import Link
+
+    link = Link("evaluation", records_repo, "dataset", records_tag)
     card = ModelCard(readme.read_text(encoding="utf-8") if readme.is_file() else "")
-    new = _eval_results(results, f"seal-hub eval records ({records_link.ref})", records_link.url)
+    new = _eval_results(results, f"seal-hub eval records ({link.ref})", link.url)
     replaced = {(r.dataset_type, r.dataset_split, r.metric_type) for r in new}
-    kept = [
-        r for r in card.data.eval_results or [] if (r.dataset_type, r.dataset_split, r.metric_type) not in replaced
-    ]
-    card.data.eval_results = kept + new
-    card.data.model_name = card.data.model_name or adapter["repo"]
-    section = (
-        f"\n\n## Evaluation: {results['suite']} ({results['split']}, {results['num_tasks']} tasks)\n\n"
-        f"{results_markdown_table(results)}\n\nRecords: [`{records_link.ref}`]({records_link.url}) "
-        f"(`seal-hub eval`, schema {results['schema']}).\n"
+    previous = card.data.eval_results or []
+    card.data.eval_results = [
+        r for r in previous if (r.dataset_type, r.dataset_split, r.metric_type) not in replaced
+    ] + new
+    card.data.model_name = card.data.model_name or results["adapter"]["repo"]
+    heading = f"## Evaluation: {results['suite']} ({results['split']} split)"
+    body = card.text.split(f"\n{heading}\n")[0].rstrip()  # a re-evaluation replaces its section
+    card.text = (
+        f"{body}\n\n{heading}\n\n{results_markdown_table(results)}\n\n{results['num_tasks']} tasks; records: "
+        f"[`{link.ref}`]({link.url}) (`seal-hub eval`, schema {results['schema']}).\n"
     )
-    card.text = card.text.rstrip() + section
-    folder = _staging()
-    try:
-        (folder / "README.md").write_text(str(card).rstrip() + "\n", encoding="utf-8")
-        message = f"{adapter_tag}: {results['suite']} avg {average:.2f} ({records_link.ref})"
-        adapter_version = adapter_registry.push(
-            adapter["repo"], "model", folder, tag=adapter_tag, message=message, keep_existing=True
-        )
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
-    return [
-        f"published records {records_ref.repo_id}@{records_version.tag} ({records_version.commit[:12]})",
-        f"published scores on {adapter['repo']}@{adapter_version.tag} ({adapter_version.commit[:12]})",
-    ]
+    return str(card).rstrip() + "\n"
