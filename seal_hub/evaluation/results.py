@@ -147,9 +147,11 @@ def write_outputs(
     root: Path, spec: EvalSpec, scores: Scores, trajectories: list[Trajectory], diagnoses: list[dict] | None, **run
 ) -> dict[str, Any]:
     """Write the Parquet records, then `results.md` and last `results.json` (its presence means complete)."""
-    from datasets import Dataset
+    from datasets import Dataset, disable_progress_bars
 
     from seal_hub.diagnosis import DIAGNOSIS_FEATURES
+
+    disable_progress_bars()  # the evaluation's own bar is the one to watch
 
     files = {"trajectories": TRAJECTORIES_FILE, "results_md": RESULTS_MD}
     write_trajectories(trajectories, root / TRAJECTORIES_FILE)
