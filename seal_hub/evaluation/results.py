@@ -147,17 +147,35 @@ def write_outputs(
     root: Path, spec: EvalSpec, scores: Scores, trajectories: list[Trajectory], diagnoses: list[dict] | None, **run
 ) -> dict[str, Any]:
     """Write the Parquet records, then `results.md` and last `results.json` (its presence means complete)."""
-    from datasets import Dataset, disable_progress_bars
+    import datasets
 
     from seal_hub.diagnosis import DIAGNOSIS_FEATURES
 
-    disable_progress_bars()  # the evaluation's own bar is the one to watch
+    quiet = datasets.are_progress_bars_disabled()
+    datasets.disable_progress_bars()  # the evaluation's own bar is the one to watch
+    try:
+        return _write_outputs(root, spec, scores, trajectories, diagnoses, DIAGNOSIS_FEATURES, **run)
+    finally:
+        if not quiet:
+            datasets.enable_progress_bars()
+
+
+def _write_outputs(
+    root: Path,
+    spec: EvalSpec,
+    scores: Scores,
+    trajectories: list[Trajectory],
+    diagnoses: list[dict] | None,
+    features: Any,
+    **run: Any,
+) -> dict[str, Any]:
+    from datasets import Dataset
 
     files = {"trajectories": TRAJECTORIES_FILE, "results_md": RESULTS_MD}
     write_trajectories(trajectories, root / TRAJECTORIES_FILE)
     if diagnoses is not None:
         partial = root / f".{DIAGNOSES_FILE}.partial"
-        Dataset.from_list(diagnoses, features=DIAGNOSIS_FEATURES).to_parquet(str(partial))
+        Dataset.from_list(diagnoses, features=features).to_parquet(str(partial))
         partial.replace(root / DIAGNOSES_FILE)
         files["diagnoses"] = DIAGNOSES_FILE
     results = results_record(spec, scores, [t.task_id for t in trajectories], files=files, **run)
