@@ -226,7 +226,7 @@ def _eval(args: argparse.Namespace) -> int:
     spec = EvalSpec(
         suite=suite.name,
         split=args.split,
-        split_source=args.split_file or "paper",
+        split_source=args.split_file or ("paper" if suite.name == "bfcl" else "default"),
         model=model_record,
         adapter=adapter,
         interface=interface_record(interface, args.interface or "null"),
