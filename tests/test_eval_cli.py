@@ -164,3 +164,15 @@ def test_bad_input_is_a_one_line_error(tmp_path, capsys, monkeypatch, argv, mess
     code = main(["eval", "--out", str(tmp_path / "out"), "--no-progress", *model, *argv])
     err = capsys.readouterr().err
     assert code == 2 and message in err and "Traceback" not in err and err.count("\n") == 1, err
+
+
+def test_an_interface_snapshot_file_is_recorded_with_its_version_and_hash(tmp_path, capsys):
+    from hub_artifacts import snapshots
+
+    evolved = snapshots()[1]
+    path = evolved.save(tmp_path / "v1.json")
+    assert _eval(tmp_path / "out", "--model", "oracle", "--limit", "2", "--interface", str(path)) == 0
+    results = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert results["interface"] == {"ref": str(path), "version": "v1", "content_hash": evolved.content_hash}
+    trajectories = read_trajectories(tmp_path / "out" / "trajectories.parquet")
+    assert {t.interface_version for t in trajectories} == {"v1"}
