@@ -143,10 +143,7 @@ def _diagnose(args: argparse.Namespace) -> int:
 
 def _eval_spec_model(args: argparse.Namespace, config, model) -> dict:
     """The evaluated model's id and revision (the commit transformers resolved, when it knows one)."""
-    if args.model in ("tiny", "demo"):
-        name = args.model if args.model == "tiny" else config.model_name_or_path
-    else:
-        name = config.model_name_or_path
+    name = "tiny" if args.model == "tiny" else config.model_name_or_path  # tiny lives in a local cache
     revision = config.model_revision or getattr(getattr(model, "config", None), "_commit_hash", None)
     return {"id": name, "revision": revision}
 
