@@ -137,6 +137,106 @@ def _diagnose(args: argparse.Namespace) -> int:
     return 0
 
 
+def _eval_spec_model(args: argparse.Namespace, config, model) -> dict:
+    """The evaluated model's id and revision (the commit transformers resolved, when it knows one)."""
+    name = "tiny" if args.model == "tiny" else config.model_name_or_path  # tiny lives in a local cache
+    revision = config.model_revision or getattr(getattr(model, "config", None), "_commit_hash", None)
+    return {"id": name, "revision": revision}
+
+
+def _eval_adapter(ref_text: str):
+    """The adapter's folder and its record: the reference as given, the repository, revision and commit."""
+    from seal_hub.hub.registry import Ref, registry_for, with_type
+
+    ref = Ref.parse(ref_text, "model")
+    registry = registry_for(ref)
+    ref = with_type(ref, registry, "model")
+    commit = registry.resolve(ref)
+    folder = registry.download(ref.at(commit))
+    record = {"ref": ref_text, "repo": ref.repo_id, "revision": ref.revision or "main", "commit": commit}
+    return folder, record | {"backend": registry.backend}
+
+
+def _eval(args: argparse.Namespace) -> int:
+    from seal_hub.envs.suite import load_suite
+    from seal_hub.evaluation import (
+        EvalProtocol,
+        EvalSpec,
+        ModelRunner,
+        OracleRunner,
+        interface_record,
+        run_evaluation,
+    )
+    from seal_hub.interface import InterfaceSnapshot
+
+    if args.limit is not None and args.limit < 1:
+        raise ValueError(f"--limit must be >= 1, got {args.limit}")
+    if args.model == "oracle" and args.adapter:
+        raise ValueError("--model oracle replays the suite's reference answers; it takes no --adapter")
+    if args.publish is not None:
+        from seal_hub.hub.registry import HubError, Ref
+
+        if not args.adapter:
+            raise ValueError("--publish records the scores on the evaluated adapter's card: give --adapter REF")
+        if Ref.parse(args.publish, "dataset").revision is not None:
+            raise HubError(f"--publish {args.publish}: give a repository without '@revision'")
+    suite = load_suite(args.suite)
+    tasks = suite.select(suite.split_ids(args.split, args.split_file))
+    tasks = tasks[: args.limit] if args.limit is not None else tasks
+    interface = InterfaceSnapshot.null(suite.name) if args.interface in (None, "null") else _snapshot(args.interface)
+    protocol = EvalProtocol(
+        max_new_tokens=args.max_new_tokens,
+        max_context_tokens=args.max_context_tokens,
+        parser_style=args.parser,
+        batch_size=args.batch_size,
+    )
+    adapter = folder = None
+    if args.adapter:  # resolved before any model loads, so a bad reference fails at once
+        folder, adapter = _eval_adapter(args.adapter)
+        if args.publish is not None:
+            from seal_hub.evaluation.publish import check_adapter_head
+
+            check_adapter_head(adapter)  # before the run, not after it
+    if args.model == "oracle":
+        runner = OracleRunner(suite, protocol.episode_config(), interface.version)
+        model_record = {"id": "oracle", "revision": None}
+    else:
+        from seal_hub.rollout import HFBackend, PolicyInfo, RolloutEngine
+
+        model, tokenizer, config = _policy(args.model)
+        model_record = _eval_spec_model(args, config, model)
+        if folder is not None:
+            from peft import PeftModel
+
+            model = PeftModel.from_pretrained(model, str(folder))
+        model.eval()
+        eos = {tokenizer.convert_tokens_to_ids(tokenizer.eos_token)}
+        backend = HFBackend(model, eos, tokenizer.pad_token_id or 0, seed=0)
+        policy_id = adapter["repo"] if adapter else model_record["id"]
+        info = PolicyInfo(policy_id, adapter["commit"] if adapter else model_record["revision"])
+        engine = RolloutEngine(backend, tokenizer, suite, protocol.rollout_config(), info, interface)
+        runner = ModelRunner(engine)
+    spec = EvalSpec(
+        suite=suite.name,
+        split=args.split,
+        split_source=args.split_file or ("paper" if suite.name == "bfcl" else "default"),
+        model=model_record,
+        adapter=adapter,
+        interface=interface_record(interface, args.interface or "null"),
+        protocol=protocol.as_dict(),
+    )
+    result = run_evaluation(suite, tasks, runner, spec, args.out, progress=not args.no_progress)
+    print(result.scores.table(suite.name))
+    print(f"wrote {result.out} ({result.ran} task(s) run, {len(tasks) - result.ran} resumed)")
+    if args.publish:
+        from seal_hub.evaluation.publish import publish_evaluation
+
+        for line in publish_evaluation(result.out, args.publish):
+            print(line)
+    print(f"eval {suite.name}: avg {result.scores.average:.2f} on {result.scores.num_tasks} tasks")
+    return 0
+
+
 def _describe_snapshot(snapshot) -> list[str]:
     """An interface snapshot as readable lines: identity, components, rho, cause."""
     s, on = snapshot, {True: "on", False: "off"}
@@ -222,6 +322,29 @@ def build_parser() -> argparse.ArgumentParser:
     rollout.add_argument("--parser", choices=["hermes", "llama3", "pythonic"], default="hermes")
     rollout.add_argument("--seed", type=int, default=0, help="sampling seed (and the seed of --split-file stratified)")
     rollout.set_defaults(handler=_rollout)
+
+    evaluate = commands.add_parser("eval", help="score a policy on a suite's held-out tasks (the paper's protocol)")
+    evaluate.add_argument("--model", required=True, help="'tiny', 'demo', a Hub id, a local path, or 'oracle'")
+    evaluate.add_argument("--adapter", default=None, help="a published adapter: ns/name@iter-3, hf://..., local://...")
+    evaluate.add_argument("--suite", default="bfcl", help="evaluation suite (bfcl, ...)")
+    evaluate.add_argument("--split", default="test", help="train, test or all (bfcl default: the paper's test split)")
+    evaluate.add_argument("--split-file", default=None, help="'paper' (default), 'stratified', or a split JSON file")
+    evaluate.add_argument("--limit", type=int, default=None, help="first N tasks of the split")
+    evaluate.add_argument("--interface", default="null", help="'null' (the paper's protocol), a snapshot file or ref")
+    evaluate.add_argument("--out", default="eval", help="output directory (rerun with the same one to resume)")
+    evaluate.add_argument("--max-new-tokens", type=int, default=512, help="tokens per model step")
+    evaluate.add_argument("--max-context-tokens", type=int, default=8192)
+    evaluate.add_argument("--batch-size", type=int, default=16, help="episodes generated together")
+    evaluate.add_argument("--parser", choices=["hermes", "llama3", "pythonic"], default="hermes")
+    evaluate.add_argument(
+        "--publish",
+        default=None,
+        metavar="REPO",
+        help="push the records as dataset REPO (ns/name, local:// or hf://) and record the result on the "
+        "adapter's card (model-index) at a new revision",
+    )
+    evaluate.add_argument("--no-progress", action="store_true", help="no progress bar")
+    evaluate.set_defaults(handler=_eval)
 
     diagnose = commands.add_parser("diagnose", help="label every turn of trajectories and print the failure profile")
     diagnose.add_argument("traj_dir", help="a directory of trajectory Parquet files (or one file)")

@@ -32,8 +32,9 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
-from seal_hub.envs.bfcl import BfclSuite, EpisodeConfig, Task
+from seal_hub.envs.bfcl import EpisodeConfig
 from seal_hub.envs.protocol import Message, Observation, StepResult
+from seal_hub.envs.suite import Suite, SuiteTask
 from seal_hub.interface import InterfaceSnapshot
 from seal_hub.rollout.backend import Generation, GenerationBackend, GenerationRequest, SamplingConfig
 from seal_hub.rollout.records import (
@@ -109,7 +110,7 @@ def revealed_tools_message(message: Message, new_tools: Sequence[dict[str, Any]]
 class _Live:
     """One episode in flight: its environment episode, conversation, token sequence and records."""
 
-    def __init__(self, engine: RolloutEngine, task: Task, index: int, session: str) -> None:
+    def __init__(self, engine: RolloutEngine, task: SuiteTask, index: int, session: str) -> None:
         self.engine, self.task, self.index, self.session = engine, task, index, session
         self.episode = engine.suite.episode(task, engine.config.episode)
         self.started = time.perf_counter()
@@ -253,7 +254,7 @@ class RolloutEngine:
         self,
         backend: GenerationBackend,
         tokenizer,
-        suite: BfclSuite,
+        suite: Suite,
         config: RolloutConfig | None = None,
         policy: PolicyInfo | None = None,
         interface: InterfaceSnapshot | None = None,
@@ -273,7 +274,10 @@ class RolloutEngine:
         self._sessions = itertools.count()
 
     def run(
-        self, tasks: Sequence[Task], progress: bool = False, on_trajectory: Callable[[Trajectory], None] | None = None
+        self,
+        tasks: Sequence[SuiteTask],
+        progress: bool = False,
+        on_trajectory: Callable[[Trajectory], None] | None = None,
     ) -> list[Trajectory]:
         """Roll out every task `num_generations` times; trajectories come back in input order.
 
@@ -281,7 +285,7 @@ class RolloutEngine:
         entry is its own episode, and `rollout_index` counts the entries of the same task.
         """
         seen: dict[str, int] = {}
-        queue: deque[tuple[int, Task, int]] = deque()
+        queue: deque[tuple[int, SuiteTask, int]] = deque()
         for task in tasks:
             for _ in range(self.config.num_generations):
                 index = seen.get(task.id, 0)

@@ -14,7 +14,11 @@ needs this: task 173 of each category keys tickets by strings where the doc says
 `reject_ill_typed=True` refuses them instead. Tools withheld until a later turn (miss_func) and functions
 the task excludes are refused by default, as the SEAL paper's released configuration does;
 `allow_hidden_tools=True` runs them as plain BFCL would. More than `max_steps_per_turn` calling steps in
-one turn end the episode as BFCL's inference loop does (force-terminated, reward 0). `max_steps_per_episode`
+one turn end the episode. Two rules: `step_limit="refuse"` (the training default) refuses the extra step and
+ends the episode force-terminated (reward 0); `step_limit="bfcl"` is bfcl-eval's inference loop
+(`base_handler.py` counts a step after executing it): the extra step executes, the turn ends, and the
+episode ends force-terminated unless that was the last turn, which is then verified like any other (bfcl-eval
+only fails an entry whose list of turns is short). The two differ only on a last turn. `max_steps_per_episode`
 is the SEAL paper's training budget instead: every model step counts (calling or turn-ending), and once the
 episode has taken that many without finishing it is cut (force-terminated, reward 0; the turns it did not
 verify are labelled by `seal_hub.diagnosis`).
@@ -25,7 +29,7 @@ task's own messages and tools (`seal_hub.interface`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from seal_hub.envs.bfcl.execution import execute, instantiate
@@ -52,6 +56,7 @@ from seal_hub.envs.protocol import (
 )
 
 _NAME_SHOWN = 80  # characters of an offending tool name echoed back to the model
+STEP_LIMIT_RULES = ("refuse", "bfcl")
 
 
 @dataclass(frozen=True)
@@ -84,7 +89,18 @@ class EpisodeConfig:
         metadata={"help": "Fail a turn whose ground truth makes no call when the model calls a tool."},
     )
 
+    step_limit: str = field(
+        default="refuse",
+        metadata={
+            "help": "What a calling step past max_steps_per_turn does. 'refuse': it is refused and the episode "
+            "ends force-terminated. 'bfcl': it executes, then the turn ends and the episode with it (force-"
+            "terminated unless it was the last turn, which is verified), as bfcl-eval's inference loop does."
+        },
+    )
+
     def __post_init__(self) -> None:
+        if self.step_limit not in STEP_LIMIT_RULES:
+            raise ValueError(f"step_limit must be one of {STEP_LIMIT_RULES}, got {self.step_limit!r}")
         if self.max_steps_per_turn < 1:
             raise ValueError(f"max_steps_per_turn must be >= 1, got {self.max_steps_per_turn}")
         if self.max_steps_per_episode is not None and self.max_steps_per_episode < 1:
@@ -162,7 +178,8 @@ class Episode:
         if not calling:
             return self._end_turn()
         self._steps_in_turn += 1
-        if self._steps_in_turn > self.config.max_steps_per_turn:
+        over_limit = self._steps_in_turn > self.config.max_steps_per_turn
+        if over_limit and self.config.step_limit == "refuse":
             self._done = self._force_terminated = True
             return StepResult(Observation(self._turn, tools=self.tools), done=True, truncated=True, reward=0.0)
         results = tuple(self._call(call) for call in action.tool_calls)
@@ -173,6 +190,8 @@ class Episode:
         record = self._turns[-1]
         record.steps.append((action, results))
         record.model_calls += len(action.tool_calls)
+        if over_limit:  # the 'bfcl' rule: the step ran; the turn, and the episode, end here
+            return self._stop_after_limit(results)
         return StepResult(Observation(self._turn, tool_results=results, tools=self.tools))
 
     def close(self) -> None:
@@ -257,6 +276,15 @@ class Episode:
             self._turn, messages=self.task.user_messages(self._turn), tools=self.tools, tools_changed=changed
         )
         return StepResult(observation)
+
+    def _stop_after_limit(self, results: tuple[ToolResult, ...]) -> StepResult:
+        """bfcl-eval after its step limit: a last turn is verified as it stands; an earlier one cuts the episode."""
+        if self._turn + 1 >= self.task.num_turns:
+            ended = self._end_turn()
+            return replace(ended, observation=replace(ended.observation, tool_results=results))
+        self._done = self._force_terminated = True
+        observation = Observation(self._turn, tool_results=results, tools=self.tools)
+        return StepResult(observation, done=True, truncated=True, reward=0.0)
 
     def _refuse(self, call: ToolCall, kind: ErrorKind, message: str) -> ToolResult:
         return ToolResult(call, f"Error: {message}", kind)

@@ -1,0 +1,34 @@
+"""Evaluation: score a policy (or the oracle) on a suite's held-out tasks under the paper's protocol.
+
+`EvalProtocol` (settings), `run_evaluation` (the resumable harness), `ModelRunner` / `OracleRunner` (who plays
+the agent), `Scores` (per-category success and the unweighted average), and the files an evaluation writes
+(`results.json` schema ``seal_hub.eval/1``). `seal-hub eval` is the command line over these; the metric also
+ships as a Hugging Face `evaluate` module in `seal_hub/evaluation/metric/` (`METRIC_PATH`).
+"""
+
+from pathlib import Path
+
+from seal_hub.evaluation.harness import EvalResult, run_evaluation
+from seal_hub.evaluation.protocol import EvalProtocol
+from seal_hub.evaluation.results import SCHEMA, EvalSpec, interface_record
+from seal_hub.evaluation.runners import ModelRunner, OracleRunner
+from seal_hub.evaluation.scores import CategoryScore, Scores
+from seal_hub.evaluation.store import EvalStore, ResumeError
+
+METRIC_PATH = Path(__file__).parent / "metric" / "seal_success"  # evaluate.load(str(METRIC_PATH))
+
+__all__ = [
+    "METRIC_PATH",
+    "SCHEMA",
+    "CategoryScore",
+    "EvalProtocol",
+    "EvalResult",
+    "EvalSpec",
+    "EvalStore",
+    "ModelRunner",
+    "OracleRunner",
+    "ResumeError",
+    "Scores",
+    "interface_record",
+    "run_evaluation",
+]

@@ -1,0 +1,71 @@
+"""The evaluation protocol: the paper's settings for scoring a policy, as one frozen record.
+
+The SEAL paper evaluates with BFCL's own protocol: greedy decoding, the original environment interface (no
+learning-interface additions), withheld tools execute when called, and bfcl-eval's step limit (a step past
+the limit of a turn still executes, then the episode ends; see `seal_hub.envs.bfcl.episode`). Its inference
+loop also ends a turn on model text it cannot decode. `EvalProtocol` holds these settings with the paper's
+values as defaults and turns them into the engine's and the episode's configurations, so the CLI, the
+benchmark and a trainer's periodic evaluation all score the same way; `as_dict()` is what `results.json`
+records under ``protocol``.
+
+Not covered: which tasks are scored (the suite's split) or how scores are aggregated (`seal_hub.evaluation.scores`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from seal_hub.envs.bfcl import EpisodeConfig
+from seal_hub.rollout import RolloutConfig, SamplingConfig
+
+
+@dataclass(frozen=True)
+class EvalProtocol:
+    max_new_tokens: int = field(default=512, metadata={"help": "Tokens the model may generate in one step."})
+    max_context_tokens: int = field(default=8192, metadata={"help": "Longest token sequence of one episode."})
+    max_steps_per_turn: int = field(default=20, metadata={"help": "Calling steps per user turn (BFCL: 20)."})
+    allow_hidden_tools: bool = field(
+        default=True, metadata={"help": "Execute withheld tools when called, as bfcl-eval does (paper: True)."}
+    )
+    step_limit: str = field(
+        default="bfcl", metadata={"help": "Step-limit rule: 'bfcl' (execute, then end) or 'refuse' (training)."}
+    )
+    end_turn_on_parse_error: bool = field(
+        default=True, metadata={"help": "End the turn on text with no decodable call (bfcl-eval's loop)."}
+    )
+    parser_style: str = field(default="hermes", metadata={"help": "Tool-call format: hermes, llama3 or pythonic."})
+    batch_size: int = field(default=16, metadata={"help": "Episodes generated together (no effect on scores)."})
+    temperature: float = field(default=0.0, metadata={"help": "Sampling temperature; the paper's protocol is 0."})
+
+    def __post_init__(self) -> None:
+        for name in ("max_new_tokens", "max_context_tokens", "max_steps_per_turn", "batch_size"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.temperature != 0.0:
+            raise ValueError(f"temperature={self.temperature}: evaluation is greedy (0.0); use `seal-hub rollout`")
+        self.episode_config()  # validates step_limit with the episode's own message
+
+    def episode_config(self) -> EpisodeConfig:
+        return EpisodeConfig(
+            max_steps_per_turn=self.max_steps_per_turn,
+            allow_hidden_tools=self.allow_hidden_tools,
+            step_limit=self.step_limit,
+            end_turn_on_parse_error=self.end_turn_on_parse_error,
+        )
+
+    def rollout_config(self) -> RolloutConfig:
+        return RolloutConfig(
+            num_generations=1,
+            max_live_episodes=self.batch_size,
+            max_context_tokens=self.max_context_tokens,
+            parser_style=self.parser_style,
+            sampling=SamplingConfig(temperature=0.0, max_new_tokens=self.max_new_tokens),
+            episode=self.episode_config(),
+        )
+
+    def as_dict(self) -> dict[str, Any]:
+        """The settings that decide a score (`batch_size` does not, so it is left out)."""
+        settings = asdict(self)
+        settings.pop("batch_size")
+        return settings
