@@ -77,8 +77,17 @@ def _bfcl() -> Suite:
     return BfclSuite()
 
 
+def _bfcl_single() -> Suite:
+    from seal_hub.envs.bfcl_single import BfclSingleSuite
+
+    return BfclSingleSuite()
+
+
 # name -> factory; each factory imports its suite only when asked, so a missing optional extra fails late
-SUITES: dict[str, Callable[[], Suite]] = {"bfcl": _bfcl}
+SUITES: dict[str, Callable[[], Suite]] = {
+    "bfcl": _bfcl,
+    "bfcl-single": _bfcl_single,
+}
 
 
 class SuiteError(ValueError):
