@@ -57,9 +57,8 @@ class TaskTable:
             return tuple(self.tasks)
         if split in self.categories:
             return tuple(task_id for task_id, task in self.tasks.items() if task.category == split)
-        raise SuiteError(
-            f"unknown split {split!r} for suite {self.name}; choose test, all or a category: {', '.join(self.categories)}"
-        )
+        choices = ", ".join(self.categories)
+        raise SuiteError(f"unknown split {split!r} for suite {self.name}; choose test, all or a category: {choices}")
 
 
 def category_counts(tasks: Iterable[SuiteTask]) -> dict[str, int]:
