@@ -83,10 +83,17 @@ def _bfcl_single() -> Suite:
     return BfclSingleSuite()
 
 
+def _bfcl_memory() -> Suite:
+    from seal_hub.envs.bfcl_memory import BfclMemorySuite
+
+    return BfclMemorySuite()
+
+
 # name -> factory; each factory imports its suite only when asked, so a missing optional extra fails late
 SUITES: dict[str, Callable[[], Suite]] = {
     "bfcl": _bfcl,
     "bfcl-single": _bfcl_single,
+    "bfcl-memory": _bfcl_memory,
 }
 
 
