@@ -89,11 +89,18 @@ def _bfcl_memory() -> Suite:
     return BfclMemorySuite()
 
 
+def _tau2_telecom() -> Suite:
+    from seal_hub.envs.tau2_telecom import Tau2TelecomSuite
+
+    return Tau2TelecomSuite()
+
+
 # name -> factory; each factory imports its suite only when asked, so a missing optional extra fails late
 SUITES: dict[str, Callable[[], Suite]] = {
     "bfcl": _bfcl,
     "bfcl-single": _bfcl_single,
     "bfcl-memory": _bfcl_memory,
+    "tau2-telecom": _tau2_telecom,
 }
 
 
