@@ -28,7 +28,7 @@ import tempfile
 from collections.abc import Collection, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -121,7 +121,7 @@ class InterfaceSnapshot(_Frozen):
     version: str = Field(pattern=_VERSION)
     parent: str | None = Field(default=None, pattern=_VERSION)
     created_at: str = Field(default_factory=_now)
-    suite: Literal["bfcl"] = "bfcl"
+    suite: str = "bfcl"
     schema_cues: SchemaCues = SchemaCues()
     recovery_feedback: RecoveryFeedback = RecoveryFeedback()
     capability_guidelines: CapabilityGuidelines = CapabilityGuidelines()
@@ -162,7 +162,7 @@ class InterfaceSnapshot(_Frozen):
         return self
 
     @classmethod
-    def null(cls, suite: Literal["bfcl"] = "bfcl") -> InterfaceSnapshot:
+    def null(cls, suite: str = "bfcl") -> InterfaceSnapshot:
         """BFCL's original protocol: tools, results and prompts exactly as the suite gives them."""
         return cls(version="v0", suite=suite)
 

@@ -77,8 +77,31 @@ def _bfcl() -> Suite:
     return BfclSuite()
 
 
+def _bfcl_single() -> Suite:
+    from seal_hub.envs.bfcl_single import BfclSingleSuite
+
+    return BfclSingleSuite()
+
+
+def _bfcl_memory() -> Suite:
+    from seal_hub.envs.bfcl_memory import BfclMemorySuite
+
+    return BfclMemorySuite()
+
+
+def _tau2_telecom() -> Suite:
+    from seal_hub.envs.tau2_telecom import Tau2TelecomSuite
+
+    return Tau2TelecomSuite()
+
+
 # name -> factory; each factory imports its suite only when asked, so a missing optional extra fails late
-SUITES: dict[str, Callable[[], Suite]] = {"bfcl": _bfcl}
+SUITES: dict[str, Callable[[], Suite]] = {
+    "bfcl": _bfcl,
+    "bfcl-single": _bfcl_single,
+    "bfcl-memory": _bfcl_memory,
+    "tau2-telecom": _tau2_telecom,
+}
 
 
 class SuiteError(ValueError):

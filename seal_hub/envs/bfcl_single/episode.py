@@ -1,0 +1,56 @@
+"""One BFCL single-turn episode: the question and the offered tools, one answer, one verdict.
+
+`reset()` returns the question's messages (a system message first where BFCL has one) and the tools.
+`step(action)` takes the model's one answer: its calls are checked, never executed (`checker.check`), and the
+episode ends with reward 1 or 0. That is BFCL's single-turn protocol: one model response per question. An
+answer with no call ends the episode too (right for irrelevance, wrong elsewhere).
+
+Not covered: multi-step tool use (see `seal_hub.envs.bfcl` for executable multi-turn episodes).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from seal_hub.envs.bfcl_single.checker import check
+from seal_hub.envs.bfcl_single.tasks import SingleTask
+from seal_hub.envs.protocol import Action, EpisodeError, EpisodeVerdict, Observation, StepResult, TurnVerdict
+
+
+class SingleEpisode:
+    """A single-turn question answered once. `config` is accepted for the engine's sake and not used."""
+
+    def __init__(self, task: SingleTask, config: Any = None) -> None:
+        self.task = task
+        self._verdict: TurnVerdict | None = None
+        self._started = self._closed = False
+
+    def reset(self) -> Observation:
+        if self._closed:
+            raise EpisodeError(f"episode {self.task.id} is closed; create a new one")
+        self._verdict = None
+        self._started = True
+        return Observation(0, messages=self.task.messages, tools=self.task.tools)
+
+    def step(self, action: Action) -> StepResult:
+        if not self._started or self._closed:
+            raise EpisodeError(f"episode {self.task.id}: call reset() before step() (and not after close())")
+        if self._verdict is not None:
+            raise EpisodeError(f"episode {self.task.id} is finished; create or reset an episode to go on")
+        self._verdict = check(self.task, action)
+        return StepResult(Observation(0, tools=self.task.tools), done=True, reward=self.verdict.reward)
+
+    def close(self) -> None:
+        self._closed = True
+
+    @property
+    def done(self) -> bool:
+        return self._verdict is not None
+
+    @property
+    def tools(self) -> tuple[dict[str, Any], ...]:
+        return self.task.tools
+
+    @property
+    def verdict(self) -> EpisodeVerdict:
+        return EpisodeVerdict(() if self._verdict is None else (self._verdict,), 1)

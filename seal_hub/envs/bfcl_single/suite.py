@@ -1,0 +1,92 @@
+"""The BFCL single-turn suite (`bfcl-single`): tasks, splits, episodes, and the answer key as an oracle.
+
+The oracle replays BFCL's answer key: per expected call, each argument takes the first accepted value, and an
+argument whose first accepted value is `""` (BFCL's "may be omitted") is left out. The irrelevance
+categories' oracle makes no call. live_relevance has no key (any call passes there), so its oracle is a
+script, and says so: it calls the first offered function with placeholder values for the required arguments.
+
+Not covered: training on these tasks (evaluation only; every split is a test split).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from seal_hub.envs.bfcl_single.episode import SingleEpisode
+from seal_hub.envs.bfcl_single.tasks import (
+    ABSTAIN_CATEGORIES,
+    CATEGORIES,
+    RELEVANCE_CATEGORIES,
+    SingleTask,
+    load_tasks,
+)
+from seal_hub.envs.ood_tasks import TaskTable
+from seal_hub.envs.protocol import Action, ToolCall
+
+_PLACEHOLDER = {"string": "example", "integer": 1, "float": 1.0, "number": 1.0, "boolean": True}
+
+
+def _choose(accepted_by_key: dict[str, Any], required: frozenset[str] = frozenset()) -> dict[str, Any]:
+    """Per key, the first accepted value (recursively for dict answers); a key whose first accepted value is
+    `""` (may be omitted) is left out, unless the function requires it: then its first other accepted value."""
+    chosen = {}
+    for key, accepted in accepted_by_key.items():
+        values = [v for v in accepted if v != ""] if key in required else accepted[:1]
+        if values and values[0] != "":
+            chosen[key] = _value(values[0])
+    return chosen
+
+
+def _value(value: Any) -> Any:
+    """An accepted value; BFCL writes dict values (also inside lists) as keys -> lists of accepted values."""
+    if isinstance(value, dict) and all(isinstance(v, list) for v in value.values()):
+        return _choose(value)
+    if isinstance(value, list):
+        return [_value(item) for item in value]
+    return value
+
+
+def key_calls(task: SingleTask) -> tuple[ToolCall, ...]:
+    """The answer key as calls: the first accepted value of every argument, optional ones left out."""
+    calls = []
+    for expected in task.possible_answer or ():
+        [(name, arguments)] = expected.items()
+        doc = next((d for d in task.functions if d.get("name") == name), {})
+        required = frozenset(doc.get("parameters", {}).get("required", ()))
+        calls.append(ToolCall(name, _choose(arguments, required)))
+    return tuple(calls)
+
+
+def relevance_script_call(task: SingleTask) -> ToolCall:
+    """A call of the first offered function with placeholders for its required arguments (no key exists)."""
+    doc = task.functions[0]
+    parameters: dict[str, Any] = doc.get("parameters", {})
+    properties = parameters.get("properties", {})
+    arguments = {
+        name: _PLACEHOLDER.get(properties.get(name, {}).get("type"), "example")
+        for name in parameters.get("required", ())
+    }
+    return ToolCall(doc["name"], arguments)
+
+
+class BfclSingleSuite(TaskTable):
+    """BFCL single-turn: the AST categories and the relevance categories (see `tasks.py`)."""
+
+    name = "bfcl-single"
+    categories: tuple[str, ...] = CATEGORIES
+
+    def __init__(self, tasks: dict[str, SingleTask] | None = None, categories: tuple[str, ...] = CATEGORIES) -> None:
+        self.tasks: dict[str, SingleTask] = tasks if tasks is not None else load_tasks(categories)
+
+    def oracle_steps(self, task: SingleTask) -> list[list[Action]]:
+        """One turn: the answer key's calls (none for irrelevance; the scripted call for live_relevance)."""
+        if task.category in ABSTAIN_CATEGORIES:
+            return [[]]
+        if task.category in RELEVANCE_CATEGORIES:
+            return [[Action(tool_calls=(relevance_script_call(task),))]]
+        return [[Action(tool_calls=key_calls(task))]]
+
+    def episode(self, task: SingleTask | str, config: Any = None) -> SingleEpisode:
+        """A new episode of `task`; `config` (the multi-turn suite's episode settings) does not apply here."""
+        task = self.task(task) if isinstance(task, str) else task
+        return SingleEpisode(task, config)

@@ -1,0 +1,68 @@
+"""The task table every out-of-distribution suite shares: lookup by id, selection, and what a split means.
+
+The OOD suites (`bfcl-single`, `bfcl-memory`, `tau2-telecom`) are evaluation-only: no task of theirs is ever
+trained on, so their splits are simple. `test` and `all` are every task; a category name is that category's
+tasks; a split file (JSON with a `test` list, as the BFCL split files) picks ids by hand. Anything else is a
+`SuiteError` that names the choices. One error message per mistake, one line each.
+
+Not covered: the tasks themselves (each suite's own `tasks.py`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from seal_hub.envs.suite import SuiteError, SuiteTask
+
+WHOLE_SPLITS = ("test", "all")
+
+
+class TaskTable:
+    """Mixin for a suite with `name`, `categories` and `tasks` (id -> task): `task`, `select`, `split_ids`."""
+
+    name: str
+    categories: tuple[str, ...]
+    tasks: Mapping[str, Any]
+
+    def __len__(self) -> int:
+        return len(self.tasks)
+
+    def task(self, task_id: str) -> Any:
+        try:
+            return self.tasks[task_id]
+        except KeyError:
+            example = next(iter(self.tasks), "?")
+            raise KeyError(f"no {self.name} task {task_id!r}; ids look like {example!r} ({len(self.tasks)})") from None
+
+    def select(self, task_ids: Iterable[str]) -> list[Any]:
+        """Tasks for the given ids, in that order; every unknown id is named in one error."""
+        ids = list(task_ids)
+        unknown = [task_id for task_id in ids if task_id not in self.tasks]
+        if unknown:
+            shown = ", ".join(unknown[:5]) + (f" and {len(unknown) - 5} more" if len(unknown) > 5 else "")
+            raise KeyError(f"{len(unknown)} task id(s) not in the {self.name} suite: {shown}")
+        return [self.tasks[task_id] for task_id in ids]
+
+    def split_ids(self, split: str, split_file: str | None = None) -> tuple[str, ...]:
+        """`test` / `all`: every task; a category: its tasks; with `split_file`: that file's `split` list."""
+        if split_file is not None:
+            from seal_hub.envs.bfcl.splits import load_split
+
+            try:
+                return load_split(split_file, known_ids=set(self.tasks)).ids(split)
+            except ValueError as exc:
+                raise SuiteError(f"{self.name}: {exc}") from None
+        if split in WHOLE_SPLITS:
+            return tuple(self.tasks)
+        if split in self.categories:
+            return tuple(task_id for task_id, task in self.tasks.items() if task.category == split)
+        choices = ", ".join(self.categories)
+        raise SuiteError(f"unknown split {split!r} for suite {self.name}; choose test, all or a category: {choices}")
+
+
+def category_counts(tasks: Iterable[SuiteTask]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for task in tasks:
+        counts[task.category] = counts.get(task.category, 0) + 1
+    return counts
