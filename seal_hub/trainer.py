@@ -50,6 +50,7 @@ from seal_hub.run_records import (
     read_metrics,
     save_state,
     write_iteration,
+    write_run_config,
 )
 from seal_hub.snapshot_store import SnapshotStore
 
@@ -164,6 +165,8 @@ class SealTrainer(GRPOTrainer):
         starts_lineage = self.interface.parent is None or self.interface.parent in self.store
         if self.accelerator.is_main_process and starts_lineage:
             self.store.put(self.interface)
+        if self.accelerator.is_main_process:
+            write_run_config(args.output_dir, policy_id, args)
 
     # ----- one generation step -----
 
