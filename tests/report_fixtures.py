@@ -27,8 +27,9 @@ def write_run(
     switches: tuple[bool, bool, bool] = (True,) * 3,
     model: str = "Qwen/Qwen2.5-7B-Instruct",
     evolve_at: tuple[int, ...] = (2, 4),
+    gain: float = 0.6,
 ) -> Path:
-    """A run directory: `steps` iterations whose success rises, interface versions made after `evolve_at`."""
+    """A run directory: `steps` iterations whose success rises by `gain`, interface versions made after `evolve_at`."""
     env, reweighting, closed_loop = switches
     root.mkdir(parents=True, exist_ok=True)
     config = {"model": model, "env_adaptation": env, "reweighting": reweighting, "closed_loop": closed_loop}
@@ -38,7 +39,7 @@ def write_run(
     snapshot.save(root / "interfaces" / "v0.json")
     rho = {str(label): value for label, value in DEFAULT_RHO.items()}
     for step in range(1, steps + 1):
-        passed = round(rollouts * (0.1 + 0.6 * (1 - math.exp(-step / 3))))
+        passed = round(rollouts * (0.1 + gain * (1 - math.exp(-step / 3))))
         rows = []
         for i in range(rollouts):
             reward = 1.0 if i < passed else 0.0
@@ -65,8 +66,8 @@ def write_run(
             for label, r in counts.items()
         }
         if closed_loop:
-            rho["missing_tool_call"] = round(rho["missing_tool_call"] + 0.05, 6)
-            rho["argument_mismatch"] = round(rho["argument_mismatch"] + 0.02, 6)
+            rho["missing_tool_call"] = min(2.0, round(rho["missing_tool_call"] + 0.05, 6))
+            rho["argument_mismatch"] = min(2.0, round(rho["argument_mismatch"] + 0.02, 6))
         metrics = {
             "rollouts": rollouts,
             "success_rate": passed / rollouts,

@@ -73,8 +73,9 @@ def derived_name(source: RunRecord | EvalRecord) -> str:
 def name_sources(sources: Sequence[tuple[str | None, RunRecord | EvalRecord]]) -> list[Named]:
     """Names for (override or None, source) pairs: overrides kept, derived names made unique by directory."""
     names = [given or derived_name(source) for given, source in sources]
+    derived = Counter(names)
     for i, (given, source) in enumerate(sources):
-        if given is None and names.count(names[i]) > 1:
+        if given is None and derived[names[i]] > 1:
             names[i] = f"{names[i]} [{source.path.name}]"
     counts, seen = Counter(names), Counter()
     for i, name in enumerate(list(names)):  # still equal (same directory name twice): number them

@@ -54,9 +54,11 @@ def _labels_seen(named: Sequence[Named], attribute: str) -> list[str]:
     return known + sorted(seen - set(known))
 
 
-def _steps_axis(ax) -> None:
+def _steps_axis(ax, bottom: bool = True) -> None:
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-    ax.set_xlabel("training step (iteration)")
+    ax.tick_params(labelbottom=True)
+    if bottom:
+        ax.set_xlabel("training step (iteration)")
     ax.grid(alpha=0.3)
     ax.set_axisbelow(True)
 
@@ -75,7 +77,12 @@ def plot_success(runs: Sequence[Named], out: Path) -> Path | None:
     for i, named in enumerate(runs):
         its = named.source.iterations
         steps = [it.step for it in its]
-        style = {"marker": MARKERS[i % len(MARKERS)] if len(its) <= 40 else None, "label": named.name}
+        style = {
+            "marker": MARKERS[i % len(MARKERS)] if len(its) <= 40 else None,
+            "markersize": max(4, 10 - 2 * i),  # earlier runs draw bigger: a run on top of another stays visible
+            "linewidth": max(1.2, 3.0 - 0.6 * i),
+            "label": named.name,
+        }
         success.plot(steps, [100 * it.success_rate for it in its], clip_on=False, zorder=3, **style)
         weight.plot(steps, [it.mean_weight for it in its], **style)
     success.set_title("Training success rate per iteration (share of rollouts verified correct)")
@@ -111,7 +118,7 @@ def plot_label_profile(runs: Sequence[Named], out: Path) -> Path | None:
         ax.set_ylabel("share of labelled turns")
         ax.yaxis.set_major_formatter(PercentFormatter())
         ax.set_ylim(0, 100)
-        _steps_axis(ax)
+        _steps_axis(ax, bottom=ax is axes[-1])
     handles, names = axes[0].get_legend_handles_labels()
     fig.legend(handles[::-1], names[::-1], loc="outside right upper", title="label (top to bottom)")
     fig.suptitle("Label profile over training (stacked; every user turn gets one label)")
@@ -149,7 +156,7 @@ def plot_rho(runs: Sequence[Named], out: Path) -> Path | None:
             )
         ax.set_title(f"{named.name}: rho per label")
         ax.set_ylabel("rho (label weight)")
-        _steps_axis(ax)
+        _steps_axis(ax, bottom=ax is axes[-1])
         ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=9, title="label(s) with this rho")
     fig.suptitle("rho over training (the table each iteration's rollouts were weighted with)")
     return _save(fig, out / "rho.png")
@@ -209,7 +216,7 @@ def plot_evals(suite: str, evals: Sequence[Named], out: Path) -> Path | None:
     groups = [*cats, "average"]
     fig = Figure(figsize=(WIDTH, 5.2), layout="constrained")
     ax = fig.subplots()
-    width = 0.8 / len(evals)
+    width = min(0.8 / len(evals), 0.35)
     for i, named in enumerate(evals):
         scores = named.source.results.scores
         values = [scores.per_category[c].success_rate if c in scores.per_category else 0.0 for c in cats]
@@ -231,14 +238,26 @@ def plot_evals(suite: str, evals: Sequence[Named], out: Path) -> Path | None:
     return _save(fig, out / f"eval_{_slug(suite)}.png")
 
 
+def _paper_rows(evals: Sequence[Named], paper: PaperNumbers) -> list[tuple[str, float, str]]:
+    """(bar label, average, origin): each paper model's rows, then our evaluations of that model; the rest last."""
+    rows, placed = [], set()
+    for model in dict.fromkeys(p.model for p in paper.results):
+        results = [p for p in paper.results if p.model == model]
+        rows += [(f"{p.model} · {p.setting}  [{p.table}]", p.average, "paper") for p in results]
+        ours = [n for n in evals if paper.for_model(n.source.results.model.id) and n.name not in placed]
+        ours = [n for n in ours if paper.for_model(n.source.results.model.id)[0].model == model]
+        rows += [(n.name, n.source.results.scores.average, "this report") for n in ours]
+        placed.update(n.name for n in ours)
+    return rows + [(n.name, n.source.results.scores.average, "this report") for n in evals if n.name not in placed]
+
+
 def plot_paper(evals: Sequence[Named], paper: PaperNumbers, out: Path) -> Path | None:
     """Our `bfcl` averages beside the paper's (main results and ablations), as horizontal bars."""
-    rows = [(f"{p.model} · {p.setting}  [{p.table}]", p.average, "paper") for p in paper.results]
-    rows += [(n.name, n.source.results.scores.average, "this report") for n in evals]
     if not evals:
         return None
+    rows = _paper_rows(evals, paper)
     colors = {"paper": "#9e9e9e", "this report": "#1f77b4"}
-    fig = Figure(figsize=(WIDTH, 1.4 + 0.32 * len(rows)), layout="constrained")
+    fig = Figure(figsize=(WIDTH, 1.6 + 0.32 * len(rows)), layout="constrained")
     ax = fig.subplots()
     for origin in colors:
         ys = [i for i, row in enumerate(rows) if row[2] == origin]
@@ -246,9 +265,10 @@ def plot_paper(evals: Sequence[Named], paper: PaperNumbers, out: Path) -> Path |
         ax.bar_label(bars, fmt="%.2f", fontsize=8, padding=3)
     ax.set_yticks(range(len(rows)), [row[0] for row in rows])
     ax.invert_yaxis()
-    ax.set_xlabel(f"BFCL v3 multi-turn, average success rate (%) ({paper.suite}, {len(paper.results)} paper rows)")
+    ax.set_xlabel("average success rate over the four categories (%)")
     ax.set_xlim(0, min(100.0, max(row[1] for row in rows) * 1.15 + 1))
     ax.grid(alpha=0.3, axis="x")
-    ax.set_title(f"Ours beside the paper (arXiv {paper.source['arxiv']})")
-    ax.legend(loc="lower right")
+    ax.set_axisbelow(True)
+    ax.set_title(f"BFCL v3 multi-turn held-out: ours beside the paper (arXiv {paper.source['arxiv']})")
+    _legend_below(fig, ax, len(colors))
     return _save(fig, out / f"{_slug(paper.suite)}_vs_paper.png")
