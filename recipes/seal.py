@@ -12,7 +12,9 @@ Launch (the CPU demo is the default when no --config is given):
 Ablations of the paper, same recipe and budget: `--env_adaptation false`, `--reweighting false`,
 `--closed_loop false`; all three false is vanilla GRPO. `--sft_warmup_steps N` first fits the training
 tasks' ground truth with SFT (format teaching for small models; off by default). Relaunching with the same
-`--output_dir` resumes from its last checkpoint.
+`--output_dir` resumes from its last checkpoint. `--eval_every_steps N --eval_tasks M`: every N steps, M tasks
+of the test split are rolled out greedily on the null interface and logged as `eval/success_rate`;
+`--report_to trackio` logs everything, SEAL's `seal/...` metrics included, to a local trackio project.
 
 Arguments: `SealScriptArguments` below, `seal_hub.trainer.SealConfig` (TRL's GRPOConfig plus SEAL's fields)
 and `seal_hub.models.PolicyConfig` (TRL's ModelConfig); YAML keys and flags are the field names.
@@ -31,6 +33,7 @@ from transformers.trainer_utils import get_last_checkpoint
 from trl import TrlParser
 
 from seal_hub.envs.bfcl import BfclSuite, load_split, stratified_split
+from seal_hub.held_out import held_out_tasks
 from seal_hub.hub import PublishConfig
 from seal_hub.models import PolicyConfig, load_policy, lora_config
 from seal_hub.run_records import read_metrics
@@ -76,12 +79,16 @@ class SealScriptArguments:
     )
 
 
-def training_tasks(suite: BfclSuite, args: SealScriptArguments):
-    split = (
+def task_split(suite: BfclSuite, args: SealScriptArguments):
+    return (
         load_split(args.split_file, known_ids=set(suite.tasks))
         if args.split_file
         else stratified_split(suite.tasks, seed=args.split_seed)
     )
+
+
+def training_tasks(suite: BfclSuite, args: SealScriptArguments):
+    split = task_split(suite, args)
     tasks = suite.select(split.train)
     if args.task_order == "shortest":
         tasks.sort(key=lambda task: (prompt_size(suite, task), task.id))
@@ -147,6 +154,9 @@ def main(script_args: SealScriptArguments, training_args: SealConfig, model_args
             run=script_args.publish_run, backend=script_args.publish_backend, base_model=model_args.model_name_or_path
         )
         if script_args.publish_run
+        else None,
+        held_out_tasks=held_out_tasks(suite, task_split(suite, script_args).ids("test"), training_args.eval_tasks)
+        if training_args.eval_every_steps
         else None,
     )
     trainer.train(resume_from_checkpoint=last)
