@@ -28,8 +28,10 @@ def write_run(
     model: str = "Qwen/Qwen2.5-7B-Instruct",
     evolve_at: tuple[int, ...] = (2, 4),
     gain: float = 0.6,
+    held_out_every: int = 0,
 ) -> Path:
-    """A run directory: `steps` iterations whose success rises by `gain`, interface versions made after `evolve_at`."""
+    """A run directory: `steps` iterations whose success rises by `gain`, interface versions made after `evolve_at`,
+    a held-out evaluation every `held_out_every` steps (0: none)."""
     env, reweighting, closed_loop = switches
     root.mkdir(parents=True, exist_ok=True)
     config = {"model": model, "env_adaptation": env, "reweighting": reweighting, "closed_loop": closed_loop}
@@ -83,6 +85,12 @@ def write_run(
         (folder / "metrics.json").write_text(json.dumps(metrics))
         Dataset.from_list(rows, features=DIAGNOSIS_FEATURES).to_parquet(str(folder / "diagnoses.parquet"))
         (root / f"checkpoint-{step}").mkdir()
+        if held_out_every and step % held_out_every == 0:
+            per_category = {c: {"passed": min(10, step + i), "total": 10} for i, c in enumerate(CATEGORIES)}
+            passed_total = sum(v["passed"] for v in per_category.values())
+            record = {"step": step, "num_tasks": 40, "success_rate": passed_total / 40, "per_category": per_category}
+            (root / "held_out").mkdir(exist_ok=True)
+            (root / "held_out" / f"step_{step:06d}.json").write_text(json.dumps(record))
         if env and step in evolve_at:
             number = int(snapshot.version[1:]) + 1
             snapshot = InterfaceSnapshot(

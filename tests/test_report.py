@@ -28,7 +28,7 @@ def run_cli(capsys, *argv: str) -> tuple[int, list[str], str]:
 def sources(tmp_path):
     root = tmp_path / "in"
     return {
-        "seal": write_run(root / "seal-7b", steps=5),
+        "seal": write_run(root / "seal-7b", steps=5, held_out_every=2),
         "vanilla": write_run(root / "vanilla-7b", steps=4, switches=(False, False, False), gain=0.3),
         "eval_base": write_eval(root / "eval-base", passed=(20, 8, 12, 16)),
         "eval_seal": write_eval(root / "eval-seal", adapter="me/seal-7b-adapter@iter-5", passed=(47, 31, 38, 33)),
@@ -62,6 +62,10 @@ def test_report_writes_markdown_and_every_plot(sources, tmp_path, capsys):
     first, last = seal.iterations[0].success_rate, seal.iterations[-1].success_rate
     assert "SEAL · Qwen2.5-7B-Instruct" in text and "vanilla RL · Qwen2.5-7B-Instruct" in text
     assert f"{100 * first:.1f}% → {100 * last:.1f}%" in text
+    # held-out evaluations made during training: the last one in the table
+    held = json.loads((sources["seal"] / "held_out" / "step_000004.json").read_text())
+    assert [p.step for p in seal.held_out] == [2, 4]
+    assert f"{100 * held['success_rate']:.1f}% of {held['num_tasks']} (step 4)" in text
     # interface table: v1 and v2 of the SEAL run, first used after the steps that made them
     assert "| v1 | v0 |" in text and "| v2 | v1 |" in text
     # evaluations side by side, per suite, scores from results.json
@@ -140,6 +144,17 @@ def test_a_run_killed_mid_way_still_reports_what_exists(tmp_path, capsys):
     text = (out / "report.md").read_text()
     assert "step_000004.partial" in text and "no finished iteration yet" in text
     assert load_source(run).iterations[-1].step == 3
+
+
+def test_held_out_evaluations_a_resume_rolled_back_are_ignored(tmp_path):
+    run = write_run(tmp_path / "run", steps=4, held_out_every=2)
+    for folder in ("step_000003", "step_000004"):  # a resume from checkpoint 2 removes later iterations
+        for file in (run / "iterations" / folder).iterdir():
+            file.unlink()
+        (run / "iterations" / folder).rmdir()
+    record = load_source(run)
+    assert [p.step for p in record.held_out] == [2]
+    assert any("steps [4]" in note for note in record.notes)
 
 
 def test_a_run_with_no_iteration_draws_nothing(tmp_path, capsys):

@@ -65,7 +65,9 @@ def _steps_axis(ax, bottom: bool = True) -> None:
 
 def _legend_below(fig: Figure, ax, count: int) -> None:
     handles, labels = ax.get_legend_handles_labels()
-    fig.legend(handles, labels, loc="outside lower center", ncols=min(3, count), frameon=False)
+    longest = max((len(label) for label in labels), default=0)
+    fits = 3 if longest <= 36 else 2 if longest <= 60 else 1  # columns that stay within the figure's width
+    fig.legend(handles, labels, loc="outside lower center", ncols=min(fits, count, len(handles)), frameon=False)
 
 
 def plot_success(runs: Sequence[Named], out: Path) -> Path | None:
@@ -83,19 +85,37 @@ def plot_success(runs: Sequence[Named], out: Path) -> Path | None:
             "linewidth": max(1.2, 3.0 - 0.6 * i),
             "label": named.name,
         }
-        success.plot(steps, [100 * it.success_rate for it in its], clip_on=False, zorder=3, **style)
+        (line,) = success.plot(steps, [100 * it.success_rate for it in its], clip_on=False, zorder=3, **style)
         weight.plot(steps, [it.mean_weight for it in its], **style)
-    success.set_title("Training success rate per iteration (share of rollouts verified correct)")
+        if named.source.held_out:
+            points = named.source.held_out
+            success.plot(
+                [p.step for p in points],
+                [100 * p.success_rate for p in points],
+                color=line.get_color(),
+                linestyle="--",
+                marker=style["marker"],
+                markerfacecolor="white",
+                markersize=style["markersize"],
+                clip_on=False,
+                zorder=3,
+                label=f"{named.name} · held-out ({points[-1].num_tasks} tasks)",
+            )
+    held_out = any(n.source.held_out for n in runs)
+    success.set_title(
+        "Training success rate per iteration (share of rollouts verified correct)"
+        + ("\ndashed: held-out evaluation during training" if held_out else "")
+    )
     success.set_ylabel("success rate")
     success.yaxis.set_major_formatter(PercentFormatter())
-    top = max(100 * it.success_rate for n in runs for it in n.source.iterations)
+    top = max(100 * it.success_rate for n in runs for it in (*n.source.iterations, *n.source.held_out))
     success.set_ylim(0, max(10.0, min(100.0, top * 1.15)))
     success.grid(alpha=0.3)
     weight.set_title("Mean rollout weight w (1.0 = no reweighting)")
     weight.set_ylabel("mean w")
     weight.axhline(1.0, color="grey", linewidth=0.8, linestyle=":")
     _steps_axis(weight)
-    _legend_below(fig, success, len(runs))
+    _legend_below(fig, success, len(success.get_legend_handles_labels()[0]))
     return _save(fig, out / "success.png")
 
 

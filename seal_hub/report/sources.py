@@ -1,7 +1,8 @@
 """What a report is made from: SEAL run directories and evaluation directories, read into typed records.
 
 A run directory is what training leaves (`seal_hub.run_records`): `iterations/step_NNNNNN/metrics.json` (+ the
-iteration's Parquet files), `interfaces/vN.json`, `checkpoint-N/` and `run_config.json`. An evaluation directory
+iteration's Parquet files), `interfaces/vN.json`, `checkpoint-N/`, `run_config.json` and, when the run evaluated
+on held-out tasks as it trained, `held_out/step_NNNNNN.json`. An evaluation directory
 holds `results.json` (schema `seal_hub.eval/1`, written by `seal-hub eval`) and optionally its Parquet records.
 `load_source` tells the two apart and reads one.
 
@@ -25,6 +26,7 @@ from typing import Any
 import pyarrow.parquet as pq
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from seal_hub.held_out import HELD_OUT_DIR
 from seal_hub.interface import InterfaceSnapshot, load_snapshot
 from seal_hub.run_records import RUN_CONFIG_FILE
 
@@ -59,6 +61,18 @@ class _Metrics(_Lenient):
     rho: dict[str, float]
     interface_version: str
     label_profile: _Profile
+
+
+class _HeldOutCounts(_Lenient):
+    passed: int = Field(ge=0)
+    total: int = Field(ge=0)
+
+
+class _HeldOut(_Lenient):
+    step: int = Field(ge=0)
+    num_tasks: int = Field(ge=0)
+    success_rate: float = Field(ge=0.0, le=1.0)
+    per_category: dict[str, _HeldOutCounts] = {}
 
 
 class CategoryScore(_Lenient):
@@ -116,6 +130,16 @@ class Iteration:
 
 
 @dataclass(frozen=True)
+class HeldOutPoint:
+    """One held-out evaluation made during training (`seal_hub.held_out`)."""
+
+    step: int
+    num_tasks: int
+    success_rate: float  # fraction
+    per_category: dict[str, tuple[int, int]]
+
+
+@dataclass(frozen=True)
 class InterfaceVersion:
     version: str
     parent: str | None
@@ -143,6 +167,7 @@ class RunRecord:
     interfaces: tuple[InterfaceVersion, ...]
     checkpoints: tuple[int, ...]
     notes: tuple[str, ...] = ()
+    held_out: tuple[HeldOutPoint, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -224,6 +249,18 @@ def _model_from_adapter(path: Path, checkpoints: list[int]) -> dict[str, Any]:
     return {}
 
 
+def _held_out(path: Path, last_step: int, notes: list[str]) -> tuple[HeldOutPoint, ...]:
+    points = []
+    for file in sorted((path / HELD_OUT_DIR).glob("step_*.json")):
+        record: _HeldOut = _validated(_HeldOut, _read_json(file), file)
+        counts = {c: (v.passed, v.total) for c, v in record.per_category.items()}
+        points.append(HeldOutPoint(record.step, record.num_tasks, record.success_rate, counts))
+    stale = [p.step for p in points if p.step > last_step]
+    if stale:  # made before a resume rolled the run back to an earlier checkpoint
+        notes.append(f"held-out evaluations after the last iteration ignored (steps {stale})")
+    return tuple(p for p in points if p.step <= last_step)
+
+
 def load_run(path: Path) -> RunRecord:
     notes = []
     root = path / "iterations"
@@ -254,7 +291,8 @@ def load_run(path: Path) -> RunRecord:
     if not config:
         config = _model_from_adapter(path, checkpoints)
         notes.append(f"no {RUN_CONFIG_FILE} (made before runs recorded it): the ablation switches are unknown")
-    return RunRecord(path, config, iterations, tuple(snapshots), tuple(checkpoints), tuple(notes))
+    held_out = _held_out(path, iterations[-1].step if iterations else 0, notes)
+    return RunRecord(path, config, iterations, tuple(snapshots), tuple(checkpoints), tuple(notes), held_out)
 
 
 def load_eval(path: Path) -> EvalRecord:

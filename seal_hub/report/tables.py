@@ -32,6 +32,13 @@ def _pct(fraction: float) -> str:
     return f"{100 * fraction:.1f}%"
 
 
+def _held_out_cell(run: RunRecord) -> str:
+    if not run.held_out:
+        return "-"
+    last = run.held_out[-1]
+    return f"{_pct(last.success_rate)} of {last.num_tasks} (step {last.step})"
+
+
 def runs_table(runs: Sequence[Named]) -> str:
     rows = []
     for named in runs:
@@ -48,6 +55,7 @@ def runs_table(runs: Sequence[Named]) -> str:
                 " → ".join(_pct(it.success_rate) for it in (its[0], its[-1])) if its else "-",
                 _pct(max(it.success_rate for it in its)) if its else "-",
                 f"{its[-1].mean_weight:.3f}" if its else "-",
+                _held_out_cell(run),
                 f"{len(run.interfaces)} made, {len(used)} used" if run.interfaces else "none",
                 ", ".join(str(c) for c in run.checkpoints) or "none",
             ]
@@ -61,6 +69,7 @@ def runs_table(runs: Sequence[Named]) -> str:
         "success first → last",
         "best",
         "last mean weight",
+        "held-out success (step)",
         "interface versions",
         "checkpoints",
     ]
