@@ -132,7 +132,8 @@ def plot_label_profile(runs: Sequence[Named], out: Path) -> Path | None:
         bottom = [0.0] * len(its)
         for label in labels:
             share = [100 * it.prevalence.get(label, 0.0) for it in its]
-            ax.bar(steps, share, bottom=bottom, width=0.85, color=LABEL_COLORS.get(label, "#bcbd22"), label=label)
+            width = 0.85 if len(its) <= 40 else 1.0  # many steps: bars touch, no striping
+            ax.bar(steps, share, bottom=bottom, width=width, color=LABEL_COLORS.get(label, "#bcbd22"), label=label)
             bottom = [b + s for b, s in zip(bottom, share, strict=True)]
         ax.set_title(f"{named.name}: turn labels per iteration")
         ax.set_ylabel("share of labelled turns")
@@ -205,11 +206,19 @@ def plot_interface_timeline(runs: Sequence[Named], out: Path) -> Path | None:
         run = named.source
         order = {v.version: i for i, v in enumerate(run.interfaces)}
         count = max(2, len(order))
-        for first, last, version in _spans([(it.step, it.interface_version) for it in run.iterations]):
+        spans = _spans([(it.step, it.interface_version) for it in run.iterations])
+        crowded = len(spans) > 12  # too many to label one by one: no edges, one label for the lane
+        for first, last, version in spans:
             shade = cmap(0.15 + 0.7 * order.get(version, 0) / (count - 1))
-            ax.broken_barh([(first - 0.5, last - first + 1)], (lane - 0.35, 0.7), facecolors=shade, edgecolor="white")
-            if last - first + 1 >= last_step / 25:  # no text on spans too narrow to hold it
+            edge = shade if crowded else "white"
+            ax.broken_barh([(first - 0.5, last - first + 1)], (lane - 0.35, 0.7), facecolors=shade, edgecolor=edge)
+            if not crowded and last - first + 1 >= last_step / 25:  # no text on spans too narrow to hold it
                 ax.text((first + last) / 2, lane, version, ha="center", va="center", color="white", fontsize=9)
+        if crowded:
+            text = f"{spans[0][2]} → {spans[-1][2]} ({len({v for _, _, v in spans})} versions)"
+            box = {"boxstyle": "round", "facecolor": "black", "alpha": 0.6, "edgecolor": "none"}
+            middle = (spans[0][0] + spans[-1][1]) / 2
+            ax.text(middle, lane, text, ha="center", va="center", color="white", fontsize=9, bbox=box)
         unused = [
             v.version for v in run.interfaces if v.version not in {it.interface_version for it in run.iterations}
         ]
@@ -243,8 +252,10 @@ def plot_evals(suite: str, evals: Sequence[Named], out: Path) -> Path | None:
         values.append(scores.average)
         xs = [g + (i - (len(evals) - 1) / 2) * width for g in range(len(groups))]
         bars = ax.bar(xs, values, width=width * 0.95, label=named.name)
-        if len(evals) * len(groups) <= 40:
-            ax.bar_label(bars, fmt="%.1f", fontsize=8, padding=2)
+        labels = [f"{v:.1f}" if len(evals) <= 4 else "" for v in values[:-1]]  # more would overlap
+        ax.bar_label(
+            bars, labels=[*labels, f"{values[-1]:.2f}"], fontsize=8, padding=2, rotation=90 if len(evals) > 4 else 0
+        )
     ax.set_xticks(range(len(groups)), groups)
     ax.axvline(len(cats) - 0.5, color="grey", linewidth=0.8, linestyle=":")
     ax.set_ylabel("success rate")
