@@ -94,9 +94,9 @@ def plot_success(runs: Sequence[Named], out: Path) -> Path | None:
                 [100 * p.success_rate for p in points],
                 color=line.get_color(),
                 linestyle="--",
-                marker=style["marker"],
+                marker=MARKERS[i % len(MARKERS)],  # held-out points are few: always marked
                 markerfacecolor="white",
-                markersize=style["markersize"],
+                markersize=max(7, style["markersize"]),
                 clip_on=False,
                 zorder=3,
                 label=f"{named.name} · held-out ({points[-1].num_tasks} tasks)",
@@ -109,7 +109,8 @@ def plot_success(runs: Sequence[Named], out: Path) -> Path | None:
     success.set_ylabel("success rate")
     success.yaxis.set_major_formatter(PercentFormatter())
     top = max(100 * it.success_rate for n in runs for it in (*n.source.iterations, *n.source.held_out))
-    success.set_ylim(0, max(10.0, min(100.0, top * 1.15)))
+    success.set_ylim(0, min(104.0, max(10.0, top * 1.15)))  # room above a 100% point
+    success.set_yticks([t for t in success.get_yticks() if 0 <= t <= 100])
     success.grid(alpha=0.3)
     weight.set_title("Mean rollout weight w (1.0 = no reweighting)")
     weight.set_ylabel("mean w")
