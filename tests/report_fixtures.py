@@ -115,6 +115,7 @@ def write_eval(
     adapter: str | None = None,
     passed: tuple[int, ...] = (20, 10, 12, 8),
     per_category: int = 100,
+    diagnoses: bool = False,
 ) -> Path:
     """An evaluation directory with `results.json` (schema seal_hub.eval/1)."""
     root.mkdir(parents=True, exist_ok=True)
@@ -144,4 +145,21 @@ def write_eval(
         "wall_seconds": 1.0,
     }
     (root / "results.json").write_text(json.dumps(results, indent=2))
+    if diagnoses:  # one row per task, two turns each: failures spread over FAILURES in turn
+        rows = []
+        for category, p in zip(categories, passed, strict=True):
+            for i in range(per_category):
+                labels = ["pass", "pass"] if i < p else ["pass", str(FAILURES[i % len(FAILURES)])]
+                rows.append(
+                    {
+                        "task_id": f"{category}_{i}",
+                        "category": category,
+                        "rollout_index": 0,
+                        "interface_version": "v0",
+                        "reward": float(i < p),
+                        "labels": labels,
+                        "weight": 1.0,
+                    }
+                )
+        Dataset.from_list(rows, features=DIAGNOSIS_FEATURES).to_parquet(str(root / "diagnoses.parquet"))
     return root

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from importlib import resources
 
+import pyarrow.parquet as pq
 import pytest
 from PIL import Image
 from report_fixtures import write_eval, write_run
@@ -31,7 +32,9 @@ def sources(tmp_path):
         "seal": write_run(root / "seal-7b", steps=5, held_out_every=2),
         "vanilla": write_run(root / "vanilla-7b", steps=4, switches=(False, False, False), gain=0.3),
         "eval_base": write_eval(root / "eval-base", passed=(20, 8, 12, 16)),
-        "eval_seal": write_eval(root / "eval-seal", adapter="me/seal-7b-adapter@iter-5", passed=(47, 31, 38, 33)),
+        "eval_seal": write_eval(
+            root / "eval-seal", adapter="me/seal-7b-adapter@iter-5", passed=(47, 31, 38, 33), diagnoses=True
+        ),
         "eval_memory": write_eval(root / "eval-mem", suite="bfcl-memory", passed=(100, 120, 110), per_category=155),
     }
 
@@ -74,6 +77,16 @@ def test_report_writes_markdown_and_every_plot(sources, tmp_path, capsys):
         assert f"{score['success_rate']:.2f} ({score['passed']}/{score['total']})" in text, category
     assert f"**{results['scores']['average']:.2f}**" in text
     assert "### Suite `bfcl`" in text and "### Suite `bfcl-memory`" in text
+    # training success per category at the last iteration, from the run's diagnoses file
+    last = seal.iterations[-1]
+    for category, (passed, total) in last.category_success.items():
+        assert f"{100 * passed / total:.1f}% ({passed}/{total})" in text, category
+    assert sum(total for _, total in last.category_success.values()) == last.rollouts
+    # the evaluated episodes' turn labels, from the evaluation's diagnoses file
+    rows = pq.read_table(sources["eval_seal"] / "diagnoses.parquet").column("labels").to_pylist()
+    turns = [label for labels in rows for label in labels]
+    assert f"| `pass` | {100 * turns.count('pass') / len(turns):.1f}% |" in text
+    assert f"| labelled turns | {len(turns)} |" in text
 
 
 def test_the_paper_numbers_come_from_package_data_with_their_source(sources, tmp_path):

@@ -60,6 +60,9 @@ def _run_section(runs: list[Named], out: Path, figures: list[Path]) -> list[str]
         lines += _figure(path, caption)
     if any(n.source.iterations for n in runs):
         lines += ["### rho at the last iteration", "", tables.rho_table(runs), ""]
+    by_category = tables.category_table(runs)
+    if by_category:
+        lines += ["### Training success per category at the last iteration", "", by_category, ""]
     for named in runs:
         if named.source.interfaces:
             lines += [f"### Interface versions: {named.name}", "", tables.interface_table(named.source), ""]
@@ -79,6 +82,9 @@ def _eval_section(evals: list[Named], out: Path, figures: list[Path]) -> list[st
         path = plots.plot_evals(suite, members, out)
         figures += [path] if path is not None else []
         lines += _figure(path, f"{suite}: success per category and average, side by side.")
+        labels = tables.eval_label_table(members)
+        if labels:
+            lines += ["Turn labels of the evaluated episodes (share of labelled turns):", "", labels, ""]
         if compare is not None:
             lines += [f"#### Beside the paper ({compare.metric})", "", tables.paper_table(members, compare), ""]
             lines += [f"Source: {compare.citation()}.", ""]

@@ -175,6 +175,7 @@ class EvalRecord:
     path: Path
     results: EvalResults
     notes: tuple[str, ...] = ()
+    label_counts: dict[str, int] = field(default_factory=dict)  # turn labels of the evaluated episodes
 
 
 def _read_json(path: Path) -> Any:
@@ -211,6 +212,22 @@ def _category_success(path: Path) -> dict[str, tuple[int, int]]:
         entry[0] += int(reward >= 1.0)
         entry[1] += 1
     return {category: (passed, total) for category, (passed, total) in sorted(counts.items())}
+
+
+def _label_counts(path: Path) -> dict[str, int]:
+    """How often each turn label occurs in a diagnoses file; {} when the file has no `labels` column."""
+    if "labels" not in pq.read_schema(path).names:
+        return {}
+    try:
+        rows = pq.read_table(path, columns=["labels"]).column("labels").to_pylist()
+    except Exception as exc:
+        raise ReportInputError(f"{path} is not a readable diagnoses file ({type(exc).__name__}: {exc})") from None
+    counts: dict[str, int] = {}
+    for labels in rows:
+        for label in labels or ():
+            if label is not None:
+                counts[label] = counts.get(label, 0) + 1
+    return counts
 
 
 def _iteration(folder: Path) -> Iteration:
@@ -303,11 +320,13 @@ def load_eval(path: Path) -> EvalRecord:
     for name in ("trajectories.parquet", "diagnoses.parquet"):
         if (path / name).exists():
             _check_parquet(path / name)
+    diagnoses = path / "diagnoses.parquet"
+    label_counts = _label_counts(diagnoses) if diagnoses.exists() else {}
     notes = []
     counted = sum(score.total for score in results.scores.per_category.values())
     if counted != results.num_tasks:
         notes.append(f"categories count {counted} tasks, num_tasks says {results.num_tasks} (unfinished evaluation?)")
-    return EvalRecord(path, results, tuple(notes))
+    return EvalRecord(path, results, tuple(notes), label_counts)
 
 
 def is_run(path: Path) -> bool:

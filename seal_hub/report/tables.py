@@ -103,6 +103,41 @@ def rho_table(runs: Sequence[Named]) -> str:
     return markdown_table(["label", *(n.name for n in with_data)], rows)
 
 
+def category_table(runs: Sequence[Named]) -> str:
+    """Training success per task category at each run's last iteration (from its diagnoses file)."""
+    with_data = [n for n in runs if n.source.iterations and n.source.iterations[-1].category_success]
+    cats = list(dict.fromkeys(c for n in with_data for c in n.source.iterations[-1].category_success))
+    rows = []
+    for named in with_data:
+        last = named.source.iterations[-1]
+        cells = [
+            f"{_pct(p / t)} ({p}/{t})" if (p, t) != (0, 0) else "-"
+            for p, t in (last.category_success.get(c, (0, 0)) for c in cats)
+        ]
+        rows.append([named.name, last.step, *cells])
+    return markdown_table(["run", "step", *cats], rows) if rows else ""
+
+
+def eval_label_table(evals: Sequence[Named]) -> str:
+    """Share of each turn label over the evaluated episodes, evaluations side by side (where diagnosed)."""
+    with_data = [n for n in evals if n.source.label_counts]
+    if not with_data:
+        return ""
+    known = [str(label) for label in Label]
+    seen = {label for n in with_data for label in n.source.label_counts}
+    labels = [label for label in known if label in seen] + sorted(seen - set(known))
+    totals = [sum(n.source.label_counts.values()) for n in with_data]
+    rows = [
+        [
+            f"`{label}`",
+            *(_pct(n.source.label_counts.get(label, 0) / total) for n, total in zip(with_data, totals, strict=True)),
+        ]
+        for label in labels
+    ]
+    rows.append(["labelled turns", *totals])
+    return markdown_table(["label", *(n.name for n in with_data)], rows)
+
+
 def categories(evals: Sequence[Named]) -> list[str]:
     """Every category of these evaluations, in the order their results list them."""
     seen: dict[str, None] = {}
