@@ -86,7 +86,8 @@ def _eval_section(evals: list[Named], out: Path, figures: list[Path]) -> list[st
         if labels:
             lines += ["Turn labels of the evaluated episodes (share of labelled turns):", "", labels, ""]
         if compare is not None:
-            lines += [f"#### Beside the paper ({compare.metric})", "", tables.paper_table(members, compare), ""]
+            lines += ["#### Beside the paper", "", f"The paper's {compare.metric}.", ""]
+            lines += [tables.paper_table(members, compare), ""]
             lines += [f"Source: {compare.citation()}.", ""]
             path = plots.plot_paper(members, compare, out)
             figures += [path] if path is not None else []

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from seal_hub.diagnosis import Label
+from seal_hub.envs.bfcl.tasks import CATEGORIES
 from seal_hub.report.naming import Named, model_short, variant
 from seal_hub.report.paper import PaperNumbers
 from seal_hub.report.sources import EvalRecord, RunRecord
@@ -106,7 +107,8 @@ def rho_table(runs: Sequence[Named]) -> str:
 def category_table(runs: Sequence[Named]) -> str:
     """Training success per task category at each run's last iteration (from its diagnoses file)."""
     with_data = [n for n in runs if n.source.iterations and n.source.iterations[-1].category_success]
-    cats = list(dict.fromkeys(c for n in with_data for c in n.source.iterations[-1].category_success))
+    seen = {c for n in with_data for c in n.source.iterations[-1].category_success}
+    cats = [c for c in CATEGORIES if c in seen] + sorted(seen - set(CATEGORIES))
     rows = []
     for named in with_data:
         last = named.source.iterations[-1]
