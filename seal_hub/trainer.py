@@ -13,7 +13,10 @@ Each generation step: rollouts (reward = the verifier's verdict) -> one label pe
 with the current rho -> rho updated by the closed-loop rule over the epoch's window -> every `evolve_every`
 generations a new interface version for the next rollouts. `_generate_and_score_completions` multiplies TRL's
 group-normalised advantages by w_j (sign kept). Switches for the paper's ablations: `env_adaptation`,
-`reweighting`, `closed_loop`; all three off is vanilla GRPO on the same budget.
+`reweighting`, `closed_loop`; all three off is vanilla GRPO on the same budget. With `eval_every_steps`, a
+held-out evaluation (`seal_hub.held_out`) runs after every N-th optimizer step and is logged as `eval/...`;
+`_log_seal_metrics` puts success, mean weight, interface version, and rho and prevalence of every label on
+the training log, so any `report_to` integration (trackio, wandb, tensorboard) shows them.
 
 Not covered: vLLM generation inside the trainer (on GPUs, TRL's own vLLM integration plus the rollout
 engine's `VLLMBackend`; see the paper config). Publishing: with `publish`, every checkpointed iteration's
