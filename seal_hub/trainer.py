@@ -294,6 +294,9 @@ class SealTrainer(GRPOTrainer):
             args.max_live_episodes,
             args.parser_style,
         )
+        if self.use_vllm and step != self._last_loaded_step:  # as TRL does before generating: current weights
+            self.vllm_generation.sync_weights()
+            self._last_loaded_step = step
         backend = self.backend_factory(model, self.processing_class, step)
         policy = PolicyInfo(self.policy_id)
         result = evaluate_held_out(
