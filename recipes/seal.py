@@ -14,7 +14,10 @@ Ablations of the paper, same recipe and budget: `--env_adaptation false`, `--rew
 tasks' ground truth with SFT (format teaching for small models; off by default). Relaunching with the same
 `--output_dir` resumes from its last complete checkpoint; a run that already reached `max_steps` trains
 nothing more (it saves the final adapter and publishes what a kill left unpublished, then says it is
-complete); relaunch with a larger `--max_steps` to extend it.
+complete); relaunch with a larger `--max_steps` to extend it. `--eval_every_steps N --eval_tasks M`: every N
+steps, M tasks of the test split are rolled out greedily on the null interface and logged as
+`eval/success_rate`; `--report_to trackio` logs everything, SEAL's `seal/...` metrics included, to a local
+trackio project.
 
 Arguments: `SealScriptArguments` below, `seal_hub.trainer.SealConfig` (TRL's GRPOConfig plus SEAL's fields)
 and `seal_hub.models.PolicyConfig` (TRL's ModelConfig); YAML keys and flags are the field names.
@@ -32,6 +35,7 @@ from peft import get_peft_model
 from trl import TrlParser
 
 from seal_hub.envs.bfcl import BfclSuite, resolve_split
+from seal_hub.held_out import held_out_tasks
 from seal_hub.hub import PublishConfig
 from seal_hub.kill_points import kill_point
 from seal_hub.models import PolicyConfig, load_policy, lora_config
@@ -82,8 +86,12 @@ class SealScriptArguments:
     )
 
 
+def task_split(suite: BfclSuite, args: SealScriptArguments):
+    return resolve_split(args.split_file, known_ids=set(suite.tasks), seed=args.split_seed, tasks=suite.tasks)
+
+
 def training_tasks(suite: BfclSuite, args: SealScriptArguments):
-    split = resolve_split(args.split_file, known_ids=set(suite.tasks), seed=args.split_seed, tasks=suite.tasks)
+    split = task_split(suite, args)
     tasks = suite.select(split.train)
     if args.task_order == "shortest":
         tasks.sort(key=lambda task: (prompt_size(suite, task), task.id))
@@ -149,6 +157,9 @@ def main(script_args: SealScriptArguments, training_args: SealConfig, model_args
             run=script_args.publish_run, backend=script_args.publish_backend, base_model=model_args.model_name_or_path
         )
         if script_args.publish_run
+        else None,
+        held_out_tasks=held_out_tasks(suite, task_split(suite, script_args).ids("test"), training_args.eval_tasks)
+        if training_args.eval_every_steps
         else None,
     )
     trainer.train(resume_from_checkpoint=last)

@@ -296,6 +296,36 @@ def _interface_diff(args: argparse.Namespace) -> int:
     return 0
 
 
+# ----- seal-hub report (seal_hub.report) -----
+
+
+def _report(args: argparse.Namespace) -> int:
+    from seal_hub.report import build_report, parse_source_argument
+
+    report = build_report([parse_source_argument(a) for a in args.sources], args.out)
+    print(f"wrote {report.path}")
+    for plot in report.plots:
+        print(f"  {plot.name}")
+    print(f"report: {len(report.plots)} plots in {args.out}")
+    return 0
+
+
+def _add_report_command(commands) -> None:
+    report = commands.add_parser("report", help="report.md and PNG plots from training run and evaluation directories")
+    report.add_argument(
+        "sources",
+        nargs="+",
+        metavar="DIR",
+        help="a run directory (recipes/seal.py --output_dir) or an evaluation directory (seal-hub eval --out); "
+        "NAME=DIR names it in tables and legends",
+    )
+    report.add_argument("--out", default="report", help="directory for report.md and the plots (default: report)")
+    report.set_defaults(handler=_report)
+
+
+# ----- end of seal-hub report -----
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="seal-hub", description="SEAL: co-evolving tool-use agents and environments")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -365,6 +395,7 @@ def build_parser() -> argparse.ArgumentParser:
     from seal_hub.hub.commands import add_hub_commands
 
     add_hub_commands(commands)
+    _add_report_command(commands)
     return parser
 
 

@@ -6,6 +6,7 @@ Under a run's output directory:
                          /diagnoses.parquet       their labels and weights (`diagnosis_rows`)
                          /metrics.json            success rate, label profile, rho, mean weight, interface
     interfaces/v0.json, v1.json, ...              every interface version made (`SnapshotStore`)
+    run_config.json                               the policy and SEAL's switches (what `seal-hub report` names)
     checkpoint-N/seal_state.json                  next to TRL's checkpoint: rho, its window, the interface
 
 Every file is written atomically (temporary file, then rename). A run killed at any point and relaunched on
@@ -33,6 +34,18 @@ from seal_hub.rollout.records import Trajectory, write_trajectories
 from seal_hub.snapshot_store import SnapshotStore
 
 STATE_FILE = "seal_state.json"
+RUN_CONFIG_FILE = "run_config.json"
+# the settings a report needs to name a run: the ablation switches and the budget they were compared on
+RUN_CONFIG_FIELDS = (
+    "env_adaptation",
+    "reweighting",
+    "closed_loop",
+    "evolve_every",
+    "num_generations",
+    "learning_rate",
+    "max_steps",
+    "seed",
+)
 
 
 def _write_json(path: Path, data: Any) -> None:
@@ -92,6 +105,14 @@ def read_metrics(output_dir: str | Path) -> list[dict[str, Any]]:
     root = Path(output_dir) / "iterations"
     folders = sorted(p for p in root.glob("step_*") if not p.name.endswith(".partial")) if root.exists() else []
     return [json.loads((p / "metrics.json").read_text("utf-8")) | {"step": int(p.name[5:])} for p in folders]
+
+
+def write_run_config(output_dir: str | Path, model: str, config: Any) -> None:
+    """The policy id and `RUN_CONFIG_FIELDS` of a `SealConfig`, as `run_config.json` in the run directory."""
+    Path(output_dir).mkdir(parents=True, exist_ok=True)
+    _write_json(
+        Path(output_dir) / RUN_CONFIG_FILE, {"model": model} | {k: getattr(config, k) for k in RUN_CONFIG_FIELDS}
+    )
 
 
 def save_state(checkpoint_dir: str | Path, state: dict[str, Any]) -> None:

@@ -14,7 +14,10 @@ closed-loop rule over the epoch's window, now holding this batch -> w_j per roll
 released order) -> every `evolve_every` generations a new interface version for the next rollouts.
 `_generate_and_score_completions` multiplies TRL's group-normalised advantages by w_j (sign kept). Switches
 for the paper's ablations: `env_adaptation`, `reweighting`, `closed_loop`; all three off is vanilla GRPO on
-the same budget.
+the same budget. With `eval_every_steps`, a held-out evaluation (`seal_hub.held_out`) runs after every N-th
+optimizer step and is logged as `eval/...`; `_log_seal_metrics` puts success, mean weight, interface version,
+and rho and prevalence of every label on the training log, so any `report_to` integration (trackio, wandb,
+tensorboard) shows them.
 
 Not covered: vLLM generation inside the trainer (on GPUs, TRL's own vLLM integration plus the rollout
 engine's `VLLMBackend`; see the paper config). Publishing: with `publish`, every checkpointed iteration's
@@ -40,13 +43,14 @@ import pyarrow.parquet as pq
 import torch
 from accelerate.utils import gather_object
 from datasets import Dataset
-from transformers import TrainerCallback, TrainerState
+from transformers import Trainer, TrainerCallback, TrainerState
 from transformers.trainer_utils import TrainOutput
 from trl import GRPOConfig, GRPOTrainer
 
-from seal_hub.diagnosis import Label, RolloutDiagnosis, diagnose
+from seal_hub.diagnosis import FailureProfile, Label, RolloutDiagnosis, diagnose
 from seal_hub.envs.bfcl import BfclSuite, EpisodeConfig, Task
 from seal_hub.evolve import INTERFACE_MODES, RhoWindow, evolve, evolve_config_for, starting_interface
+from seal_hub.held_out import HeldOutResult, HeldOutSettings, evaluate_held_out, write_held_out
 from seal_hub.interface import InterfaceSnapshot
 from seal_hub.kill_points import kill_point
 from seal_hub.rollout import GenerationBackend, HFBackend, PolicyInfo, RolloutConfig, RolloutEngine, SamplingConfig
@@ -61,6 +65,7 @@ from seal_hub.run_records import (
     read_metrics,
     save_state,
     write_iteration,
+    write_run_config,
 )
 from seal_hub.snapshot_store import SnapshotStore
 
@@ -107,13 +112,30 @@ class SealConfig(GRPOConfig):
             "choices": list(INTERFACE_MODES),
         },
     )
+    eval_every_steps: int = field(
+        default=0,
+        metadata={
+            "help": "Held-out evaluation every N optimizer steps (test-split subset, null interface, greedy), "
+            "logged as eval/success_rate and eval/success_rate/<category>; 0: off."
+        },
+    )
+    eval_tasks: int = field(
+        default=16, metadata={"help": "Test-split tasks in each held-out evaluation (categories taken in turn)."}
+    )
 
     def __post_init__(self) -> None:
         if self.bf16 is None and not torch.cuda.is_available():
             self.bf16 = False  # TRL's default (bf16=True) fails on a CPU
         elif self.bf16 and not torch.cuda.is_available() and not torch.backends.mps.is_available():
             raise ValueError("bf16=True needs a GPU; on a CPU set bf16=False (--bf16 false, or `bf16: false` in YAML)")
-        positive = ("evolve_every", "max_new_tokens", "max_context_tokens", "max_steps_per_turn", "max_live_episodes")
+        positive = (
+            "evolve_every",
+            "max_new_tokens",
+            "max_context_tokens",
+            "max_steps_per_turn",
+            "max_live_episodes",
+            "eval_tasks",
+        )
         for name in positive:
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
@@ -123,6 +145,10 @@ class SealConfig(GRPOConfig):
             raise ValueError(f"interface_mode must be 'released' or 'full', got {self.interface_mode!r}")
         if not 0 < self.rho_beta <= 1:
             raise ValueError(f"rho_beta must be in (0, 1], got {self.rho_beta}")
+        if self.eval_every_steps < 0:
+            raise ValueError(
+                f"eval_every_steps must be >= 0 (0 turns held-out evaluation off), got {self.eval_every_steps}"
+            )
         super().__post_init__()
         if self.num_generations is not None and self.num_generations < 2:
             raise ValueError("num_generations must be >= 2: GRPO's advantages compare rollouts of the same task")
@@ -152,6 +178,17 @@ class _EpochWindow(TrainerCallback):
             self.trainer.window_epoch = epoch
 
 
+class _HeldOutEval(TrainerCallback):
+    """Every `eval_every_steps` optimizer steps: the held-out evaluation (`seal_hub.held_out`)."""
+
+    def __init__(self, trainer: SealTrainer) -> None:
+        self.trainer = trainer
+
+    def on_step_end(self, args, state, control, **kwargs):
+        if args.eval_every_steps and state.global_step % args.eval_every_steps == 0:
+            self.trainer.evaluate_held_out()
+
+
 class SealTrainer(GRPOTrainer):
     def __init__(
         self,
@@ -166,9 +203,15 @@ class SealTrainer(GRPOTrainer):
         callbacks: list | None = None,
         backend_factory: Callable[[Any, Any, int], GenerationBackend] | None = None,
         publish: PublishConfig | None = None,
+        held_out_tasks: list[Task] | None = None,
     ) -> None:
         if not train_tasks:
             raise ValueError("train_tasks is empty: give the BFCL tasks to train on")
+        if args.eval_every_steps and not held_out_tasks:
+            raise ValueError(
+                "eval_every_steps > 0 needs held_out_tasks (seal_hub.held_out.held_out_tasks of the test split)"
+            )
+        self.held_out_tasks = list(held_out_tasks or [])
         self.suite = suite
         self.policy_id = policy_id
         self.publish = publish
@@ -193,11 +236,13 @@ class SealTrainer(GRPOTrainer):
             processing_class=processing_class,
             peft_config=peft_config,
             rollout_func=self._rollout,
-            callbacks=[*(callbacks or []), _EpochWindow(self)],
+            callbacks=[*(callbacks or []), _EpochWindow(self), _HeldOutEval(self)],
         )
         starts_lineage = self.interface.parent is None or self.interface.parent in self.store
         if self.accelerator.is_main_process and starts_lineage:
             self.store.put(self.interface)
+        if self.accelerator.is_main_process:
+            write_run_config(args.output_dir, policy_id, args)
 
     # ----- one generation step -----
 
@@ -244,7 +289,7 @@ class SealTrainer(GRPOTrainer):
             metrics = iteration_metrics(*everyone, rho, interface)
             write_iteration(args.output_dir, step + 1, everyone[0], everyone[1], metrics, rho)
             kill_point("rollout")
-        self._log_seal_metrics(trajectories, rho, interface)
+        self._log_seal_metrics(trajectories, rho, interface, diagnoses)
         # TRL does not cut rollout_func completions: the trained part of an episode (policy and environment tokens
         # after the prompt) stops at max_completion_length, as verl's response length does; the reward stays the
         # whole episode's verdict, and the trajectory records keep every token.
@@ -267,13 +312,47 @@ class SealTrainer(GRPOTrainer):
                 if self.accelerator.is_main_process:
                     self.store.put(evolved)
 
-    def _log_seal_metrics(self, trajectories, rho: dict[Label, float], interface: InterfaceSnapshot) -> None:
+    def _log_seal_metrics(
+        self, trajectories, rho: dict[Label, float], interface: InterfaceSnapshot, diagnoses
+    ) -> None:
         metrics = self._metrics["train"]
         metrics["seal/success_rate"].append(sum(t.passed for t in trajectories) / len(trajectories))
         metrics["seal/mean_weight"].append(sum(self._weights) / len(self._weights))
         metrics["seal/interface_version"].append(float(interface.version.lstrip("v") or 0))
-        for label in (Label.MISSING_TOOL_CALL, Label.INVALID_TOOL_CALL, Label.SPURIOUS_TOOL_CALL):
+        profile = FailureProfile.of(diagnoses)
+        for label in Label:
             metrics[f"seal/rho/{label}"].append(rho[label])
+            metrics[f"seal/prevalence/{label}"].append(profile.get(label).prevalence)
+
+    def evaluate_held_out(self) -> HeldOutResult:
+        """The held-out evaluation now (every rank runs it: generation under ZeRO-3 needs all of them), logged
+        as `eval_...` on the trainer log and written to `held_out/` by the main process."""
+        args: SealConfig = self.args
+        step = self.state.global_step
+        model = self.accelerator.unwrap_model(self.model)
+        settings = HeldOutSettings(
+            args.max_new_tokens,
+            args.max_context_tokens,
+            args.max_steps_per_turn,
+            args.max_live_episodes,
+            args.parser_style,
+        )
+        if self.use_vllm and step != self._last_loaded_step:  # as TRL does before generating: current weights
+            self.vllm_generation.sync_weights()
+            self._last_loaded_step = step
+        backend = self.backend_factory(model, self.processing_class, step)
+        policy = PolicyInfo(self.policy_id)
+        result = evaluate_held_out(
+            backend, self.processing_class, self.suite, self.held_out_tasks, settings, policy, step
+        )
+        if self.accelerator.is_main_process:
+            write_held_out(args.output_dir, result)
+        # Trainer.log, not GRPOTrainer.log: the latter would flush (and clear) this step's training metrics early;
+        # and logging resets `should_log`, which this step's own training log still needs
+        should_log = self.control.should_log
+        Trainer.log(self, result.log_metrics())
+        self.control.should_log = should_log
+        return result
 
     def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
         output = super()._generate_and_score_completions(inputs)

@@ -1,0 +1,136 @@
+"""Held-out evaluation during training: a fixed subset of the test split, rolled out with the paper's protocol
+(null interface, greedy decoding, withheld tools executed as BFCL does), scored per category.
+
+`evaluate_held_out` is one function over the existing `RolloutEngine`, so the trainer can call it every
+`eval_every_steps` and a later evaluation harness can replace it without touching the trainer. `held_out_tasks`
+picks the subset: categories interleaved (base, miss_func, miss_param, long_context, base, ...) in the split's
+order, so a small count still covers every category. The result is logged as `eval_success_rate` and
+`eval_success_rate/<category>` (trackio and wandb show them as `eval/...`) and written to
+`held_out/step_NNNNNN.json` in the run directory, where `seal-hub report` finds it.
+
+Not covered: the full 400-task evaluation with its own records and cards (`seal-hub eval`); BFCL's exact
+21st-step semantics (the environment's step limit applies here).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from seal_hub.envs.bfcl import BfclSuite, EpisodeConfig, Task
+from seal_hub.interface import InterfaceSnapshot
+from seal_hub.rollout import GenerationBackend, PolicyInfo, RolloutConfig, RolloutEngine, SamplingConfig
+
+HELD_OUT_DIR = "held_out"
+
+
+@dataclass(frozen=True)
+class HeldOutSettings:
+    """How episodes run during a held-out evaluation (the trainer fills it from `SealConfig`)."""
+
+    max_new_tokens: int = 256
+    max_context_tokens: int = 8192
+    max_steps_per_turn: int = 20
+    max_live_episodes: int = 16
+    parser_style: str = "hermes"
+
+
+@dataclass(frozen=True)
+class HeldOutResult:
+    step: int
+    per_category: dict[str, tuple[int, int]]  # category -> (passed, total)
+    seconds: float
+    task_ids: tuple[str, ...] = field(default=())
+
+    @property
+    def num_tasks(self) -> int:
+        return sum(total for _, total in self.per_category.values())
+
+    @property
+    def success_rate(self) -> float:
+        return sum(passed for passed, _ in self.per_category.values()) / max(1, self.num_tasks)
+
+    def log_metrics(self) -> dict[str, float]:
+        """Trainer-log keys: the `eval_` prefix is what TRL and the reporting integrations turn into `eval/`."""
+        metrics = {"eval_success_rate": self.success_rate, "eval_num_tasks": float(self.num_tasks)}
+        metrics |= {f"eval_success_rate/{c}": p / max(1, t) for c, (p, t) in self.per_category.items()}
+        return metrics
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "step": self.step,
+            "num_tasks": self.num_tasks,
+            "success_rate": self.success_rate,
+            "per_category": {c: {"passed": p, "total": t} for c, (p, t) in self.per_category.items()},
+            "seconds": self.seconds,
+            "task_ids": list(self.task_ids),
+            "protocol": {"interface": "v0 (null)", "temperature": 0.0, "allow_hidden_tools": True},
+        }
+
+
+def held_out_tasks(suite: BfclSuite, test_ids: Sequence[str], count: int) -> list[Task]:
+    """The first `count` tasks of the test split, taking the categories in turn."""
+    if count < 1:
+        raise ValueError(f"eval_tasks must be >= 1, got {count}")
+    if not test_ids:
+        raise ValueError("the split has no test tasks to evaluate on; give a split file with a 'test' list")
+    by_category: dict[str, list[Task]] = {}
+    for task in suite.select(list(test_ids)):
+        by_category.setdefault(task.category, []).append(task)
+    chosen: list[Task] = []
+    queues = list(by_category.values())
+    while len(chosen) < count and any(queues):
+        for queue in queues:
+            if queue and len(chosen) < count:
+                chosen.append(queue.pop(0))
+    return chosen
+
+
+def evaluate_held_out(
+    backend: GenerationBackend,
+    tokenizer,
+    suite: BfclSuite,
+    tasks: Sequence[Task],
+    settings: HeldOutSettings,
+    policy: PolicyInfo,
+    step: int,
+) -> HeldOutResult:
+    """One greedy rollout per task on the null interface; the verdict of each, counted per category."""
+    config = RolloutConfig(
+        num_generations=1,
+        max_live_episodes=settings.max_live_episodes,
+        max_context_tokens=settings.max_context_tokens,
+        parser_style=settings.parser_style,
+        sampling=SamplingConfig(temperature=0.0, top_p=1.0, max_new_tokens=settings.max_new_tokens, seed=0),
+        episode=EpisodeConfig(max_steps_per_turn=settings.max_steps_per_turn, allow_hidden_tools=True),
+    )
+    engine = RolloutEngine(backend, tokenizer, suite, config, policy, InterfaceSnapshot.null(suite.name))
+    start = time.perf_counter()
+    trajectories = engine.run(list(tasks))
+    counts: dict[str, list[int]] = {}
+    for trajectory in trajectories:
+        entry = counts.setdefault(trajectory.category, [0, 0])
+        entry[0] += int(trajectory.passed)
+        entry[1] += 1
+    return HeldOutResult(
+        step=step,
+        per_category={c: (p, t) for c, (p, t) in counts.items()},
+        seconds=time.perf_counter() - start,
+        task_ids=tuple(t.id for t in tasks),
+    )
+
+
+def write_held_out(output_dir: str | Path, result: HeldOutResult) -> Path:
+    """`held_out/step_NNNNNN.json`, written atomically (a resumed run that evaluates the same step replaces it)."""
+    folder = Path(output_dir) / HELD_OUT_DIR
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"step_{result.step:06d}.json"
+    partial = path.with_name(path.name + ".partial")
+    partial.write_text(json.dumps(result.to_json(), indent=2, sort_keys=True), encoding="utf-8")
+    os.replace(partial, path)
+    return path
