@@ -3,7 +3,8 @@
 `KVRows` keeps, per model layer, keys and values shaped ``[rows, kv_heads, capacity, head_dim]``. Row i holds
 one session's tokens at positions 0..n-1, which are also the tokens' true positions (RoPE), so a batch of rows
 needs no left padding: the decode batch is the view ``[:active, :, :width]`` and an attention mask hides each
-row's unused tail. It hands the model `transformers` caches that write new KV in place:
+row's unused tail. Buffers start zeroed: a masked position still enters the attention product with weight 0, and
+0 x NaN (uninitialised memory) would poison the row. It hands the model `transformers` caches that write new KV in place:
 
 - `prefill_cache(row, begin, end)`: a batch-of-one cache that writes positions begin..end-1 of one row;
 - `decode_cache(active, positions, width)`: the first `active` rows, each writing one token at its own position.
@@ -169,6 +170,7 @@ class KVRows:
         self.rows: list[_Row] = []
         self.capacity = 0
         self.relayouts = 0  # how often rows were re-allocated (each copies the cached positions once)
+        self.swaps = 0  # rows swapped out of a decode batch when they finished early
 
     # ----- buffers -----
 
@@ -176,8 +178,8 @@ class KVRows:
         """Layer `layer`'s buffers, allocated on first use with the shapes the model's KV has."""
         if self.keys[layer] is None:
             shape = (len(self.rows), like_keys.shape[1], self.capacity, like_keys.shape[-1])
-            self.keys[layer] = like_keys.new_empty(shape)
-            self.values[layer] = like_values.new_empty((*shape[:3], like_values.shape[-1]))
+            self.keys[layer] = like_keys.new_zeros(shape)
+            self.values[layer] = like_values.new_zeros((*shape[:3], like_values.shape[-1]))
         return self.keys[layer], self.values[layer]
 
     @property
@@ -212,6 +214,7 @@ class KVRows:
                     tensor[a, :, :length] = tensor[b, :, :length]
                     tensor[b, :, :length] = held
         self.rows[a], self.rows[b] = self.rows[b], self.rows[a]
+        self.swaps += 1
 
     def copy_prefix(self, row: int, prefix: tuple[int, ...], store: PrefixStore) -> int:
         """Fill `row`'s first positions with `prefix`'s KV from another row or the store; how many it filled."""
@@ -315,7 +318,7 @@ class KVRows:
 
     @staticmethod
     def _moved(tensor: torch.Tensor, copies: list[tuple[int | None, int]], capacity: int) -> torch.Tensor:
-        fresh = tensor.new_empty((len(copies), tensor.shape[1], capacity, tensor.shape[3]))
+        fresh = tensor.new_zeros((len(copies), tensor.shape[1], capacity, tensor.shape[3]))
         for row, (source, keep) in enumerate(copies):
             if source is not None and keep:
                 fresh[row, :, :keep] = tensor[source, :, :keep]
