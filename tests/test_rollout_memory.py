@@ -55,7 +55,7 @@ def test_rows_that_end_early_leave_the_others_exact(tiny, max_new_tokens):
     prefilled = backend.prefilled_tokens
     follow = [
         GenerationRequest(r.session, r.token_ids + g.token_ids + tokens(9, 4), len(prefix))
-        for r, g in zip(requests, fast)
+        for r, g in zip(requests, fast, strict=True)
     ]
     assert_same(backend.generate(follow, GREEDY), reference(tiny, follow, GREEDY, eos))
     assert backend.prefilled_tokens - prefilled == 4 * len(follow)

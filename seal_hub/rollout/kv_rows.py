@@ -4,7 +4,7 @@
 one session's tokens at positions 0..n-1, which are also the tokens' true positions (RoPE), so a batch of rows
 needs no left padding: the decode batch is the view ``[:active, :, :width]`` and an attention mask hides each
 row's unused tail. Buffers start zeroed: a masked position still enters the attention product with weight 0, and
-0 x NaN (uninitialised memory) would poison the row. It hands the model `transformers` caches that write new KV in place:
+0 x NaN (uninitialised memory) would poison the row. The model gets `transformers` caches that write in place:
 
 - `prefill_cache(row, begin, end)`: a batch-of-one cache that writes positions begin..end-1 of one row;
 - `decode_cache(active, positions, width)`: the first `active` rows, each writing one token at its own position.
