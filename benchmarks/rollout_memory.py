@@ -85,8 +85,9 @@ def load(kind: str, device: str):
 class PeakMemory:
     """Peak memory above the moment `start` is called: CUDA allocator, else process RSS."""
 
-    def __init__(self, device: str) -> None:
+    def __init__(self, device: str, limit_bytes: int | None = None, on_exceed=None) -> None:
         self.device = device
+        self.limit_bytes, self.on_exceed = limit_bytes, on_exceed
         self.process = psutil.Process()
         self._stop = threading.Event()
         self._sampled = 0
@@ -114,6 +115,8 @@ class PeakMemory:
     def _sample(self) -> None:
         while not self._stop.is_set():
             self._sampled = max(self._sampled, self.process.memory_info().rss)
+            if self.limit_bytes is not None and self._sampled - self.base > self.limit_bytes and self.on_exceed:
+                self.on_exceed(self._sampled - self.base)
             time.sleep(0.002)
 
     def peak_above_base(self) -> int:
@@ -168,7 +171,13 @@ def child(args: argparse.Namespace) -> None:
         episode=EpisodeConfig(max_steps_per_turn=args.max_steps_per_turn),
     )
     engine = RolloutEngine(backend, tokenizer, suite, config, PolicyInfo(args.model), end_of_turn="<|im_end|>")
-    meter = PeakMemory(device)
+
+    def exceeded(peak: int) -> None:  # a guard for shared machines: stop before the case takes them down
+        print(RESULT + json.dumps({"exceeded": True, "peak_bytes": peak, "tokens_held": held["peak"]}), flush=True)
+        os._exit(0)
+
+    limit = int(args.rss_limit_gb * 2**30) if args.rss_limit_gb else None
+    meter = PeakMemory(device, limit, exceeded)
     meter.start()
     start = time.perf_counter()
     trajectories = engine.run(tasks)
@@ -198,6 +207,9 @@ def main() -> None:
     parser.add_argument("--max-new-tokens", type=int, default=64)
     parser.add_argument("--max-steps-per-turn", type=int, default=20)
     parser.add_argument("--threads", type=int, default=torch.get_num_threads())
+    parser.add_argument(
+        "--rss-limit-gb", type=float, default=0.0, help="CPU only: stop a case whose memory grows past this (0: none)."
+    )
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--tasks", type=int, default=2, help=argparse.SUPPRESS)
     parser.add_argument("--generations", type=int, default=2, help=argparse.SUPPRESS)
@@ -216,11 +228,19 @@ def main() -> None:
         command = [sys.executable, __file__, "--child", "--model", model, "--tasks", str(side)]
         command += ["--generations", str(side), "--max-new-tokens", str(args.max_new_tokens)]
         command += ["--max-steps-per-turn", str(args.max_steps_per_turn), "--threads", str(args.threads)]
+        command += ["--rss-limit-gb", str(args.rss_limit_gb)]
         done = subprocess.run(command, capture_output=True, text=True, env=os.environ.copy())
         lines = [line for line in done.stdout.splitlines() if line.startswith(RESULT)]
         if done.returncode != 0 or not lines:
             raise SystemExit(f"the {live}-episode case failed:\n{done.stderr[-3000:]}")
         r = json.loads(lines[-1][len(RESULT) :])
+        if r.get("exceeded"):
+            print(
+                f"{live:2d} live episodes: stopped when memory above the loaded model passed --rss-limit-gb "
+                f"({r['peak_bytes'] / 2**20:.1f} MB, {r['tokens_held']} tokens held so far): no ratio",
+                flush=True,
+            )
+            continue
         ratio = r["peak_bytes"] / r["kv_bytes"]
         ratios.append(ratio)
         print(
@@ -230,6 +250,8 @@ def main() -> None:
             f"{r['peak_bytes'] / 2**20:.1f} MB [{r['method']}]; ratio {ratio:.2f}x",
             flush=True,
         )
+    if not ratios:
+        raise SystemExit("no case finished under --rss-limit-gb: no ratio to report")
     print(f"rollout memory / kv size: {max(ratios):.2f}x")
 
 
