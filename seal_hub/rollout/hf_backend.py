@@ -179,9 +179,7 @@ class HFBackend:
         while active:
             start = time.perf_counter()
             positions = torch.tensor(lengths[:active], device=device)
-            width = max(lengths[:active]) + 1
-            mask = torch.arange(width, device=device)[None, :] <= positions[:, None]
-            cache = self.rows.decode_cache(active, positions, width)
+            cache, mask = self.rows.decode_cache(positions)
             tokens_in = torch.tensor(inputs[:active], device=device)[:, None]
             forward_start = time.perf_counter()
             logits = self._forward(tokens_in, cache, mask, positions[:, None])

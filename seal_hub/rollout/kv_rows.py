@@ -141,23 +141,33 @@ class _PrefillLayer(_Layer):
         return self.begin + query_length, 0
 
 
+@dataclass
+class _Step:
+    """One decode step's shape, shared by the layers of the one decode cache a `KVRows` hands out."""
+
+    batch: torch.Tensor | None = None  # row indices 0..active-1
+    positions: torch.Tensor | None = None  # where each row's new token goes
+    width: int = 0  # positions the attention reads (the longest row's, plus the new token)
+
+
 class _DecodeLayer(_Layer):
-    def __init__(self, rows: KVRows, index: int, batch: torch.Tensor, positions: torch.Tensor, width: int) -> None:
+    def __init__(self, rows: KVRows, index: int, step: _Step) -> None:
         super().__init__(rows, index)
-        self.batch, self.positions, self.width = batch, positions, width
+        self.step = step
 
     def update(self, key_states: torch.Tensor, value_states: torch.Tensor, *args, **kwargs):
         keys, values = self.rows.buffers(self.index, key_states, value_states)
-        keys[self.batch, :, self.positions] = key_states[:, :, 0]
-        values[self.batch, :, self.positions] = value_states[:, :, 0]
-        active = len(self.batch)
-        return keys[:active, :, : self.width], values[:active, :, : self.width]
+        step = self.step
+        keys[step.batch, :, step.positions] = key_states[:, :, 0]
+        values[step.batch, :, step.positions] = value_states[:, :, 0]
+        active = key_states.shape[0]
+        return keys[:active, :, : step.width], values[:active, :, : step.width]
 
     def get_seq_length(self) -> int:
-        return self.width - 1
+        return self.step.width - 1
 
     def get_mask_sizes(self, query_length: int) -> tuple[int, int]:
-        return self.width - 1 + query_length, 0
+        return self.step.width - 1 + query_length, 0
 
 
 class KVRows:
@@ -171,6 +181,9 @@ class KVRows:
         self.capacity = 0
         self.relayouts = 0  # how often rows were re-allocated (each copies the cached positions once)
         self.swaps = 0  # rows swapped out of a decode batch when they finished early
+        self._step = _Step()
+        self._decode = _RowsCache([_DecodeLayer(self, i, self._step) for i in range(num_layers)])
+        self._index = torch.arange(0)
 
     # ----- buffers -----
 
@@ -191,9 +204,15 @@ class KVRows:
             raise ValueError(f"prefill up to position {end} exceeds the reserved capacity {self.capacity}")
         return _RowsCache([_PrefillLayer(self, i, row, begin) for i in range(self.num_layers)])
 
-    def decode_cache(self, active: int, positions: torch.Tensor, width: int) -> Cache:
-        batch = torch.arange(active, device=positions.device)
-        return _RowsCache([_DecodeLayer(self, i, batch, positions, width) for i in range(self.num_layers)])
+    def decode_cache(self, positions: torch.Tensor) -> tuple[Cache, torch.Tensor]:
+        """The cache for one decode step of rows 0..len(positions)-1, each writing its token at its position, and
+        the attention mask ``[rows, width]`` that hides each row's positions past its own."""
+        width = int(positions.max()) + 1
+        if len(self._index) < max(width, len(positions)) or self._index.device != positions.device:
+            self._index = torch.arange(max(self.capacity, width, len(positions)), device=positions.device)
+        step = self._step
+        step.batch, step.positions, step.width = self._index[: len(positions)], positions, width
+        return self._decode, self._index[None, :width] <= positions[:, None]
 
     # ----- rows -----
 
