@@ -9,7 +9,11 @@ policy, greedy decoding and the same limits, in one process:
   step (no cache kept between steps).
 
 Greedy decoding makes the two produce the same tokens, which the script checks before timing anything
-counts. Prints tokens/s for both; last line exactly `rollout speedup batched vs sequential: X.XXx`.
+counts. Prints tokens/s for both, then where the batched backend's generation time went: the decode loop's split
+into model forward, cache work (attention mask and positions, KV writes outside the forward, rows leaving the
+batch) and sampling (goal: cache work <= 5% of decode time), and beside it the time spent before the loop
+(prefill forwards, laying rows out and copying prefixes). Last line exactly
+`rollout speedup batched vs sequential: X.XXx`.
 
     python benchmarks/rollout_throughput.py [--tasks 4] [--generations 4] [--max-new-tokens 48]
 """
@@ -52,11 +56,23 @@ def main() -> None:
         trajectories = engine.run(tasks)
         seconds = time.perf_counter() - start
         tokens = sum(t.num_generated_tokens for t in trajectories)
-        runs[name] = (trajectories, seconds, tokens)
+        runs[name] = (trajectories, seconds, tokens, backend)
         print(
             f"{name:10s}: {len(trajectories)} episodes, {sum(t.num_steps for t in trajectories)} steps, "
             f"{tokens} generated tokens in {seconds:.2f} s = {tokens / seconds:.1f} tokens/s"
         )
+    batched = runs["batched"][3]
+    t = batched.timings
+    decode = t["forward"] + t["cache"] + t["sampling"]
+    print(
+        f"batched decode loop: {decode:.2f} s over {batched.decode_steps} steps "
+        f"({1000 * decode / max(1, batched.decode_steps):.1f} ms/step): forward {100 * t['forward'] / decode:.1f}%, "
+        f"cache work {100 * t['cache'] / decode:.1f}%, sampling {100 * t['sampling'] / decode:.1f}%"
+    )
+    print(
+        f"batched before the loop: prefill {t['prefill']:.2f} s, row layout and prefix copies {t['layout']:.2f} s "
+        f"({batched.rows.relayouts} re-layouts, {batched.rows.swaps} row swaps)"
+    )
     same = all(a.token_ids == b.token_ids for a, b in zip(runs["batched"][0], runs["sequential"][0], strict=True))
     if not same:
         raise SystemExit("the two engines produced different tokens: the comparison would be meaningless")

@@ -1,183 +1,130 @@
-"""Batched generation on a Hugging Face causal LM with prefix and per-episode KV caching.
+"""Batched generation on a Hugging Face causal LM, holding one copy of each live episode's KV cache.
 
 A BFCL prompt is mostly its system prompt and tool schemas (thousands of tokens, the same for every rollout of
 a task and every step of an episode), and an episode only ever appends to its token sequence. So:
 
-- the KV cache of a task's shared prefix is computed once and reused by every rollout of that task (an LRU of
-  `max_prefixes` entries); extending it never mutates it (`torch.cat` makes new tensors: copy-on-extend);
-- each episode keeps the cache of everything it has seen, so a step only prefills the new environment tokens;
-- the decode loop runs every live episode at once: caches left-padded to a common length, an attention mask
-  hiding the padding, and explicit position ids so each row keeps its true positions (RoPE); the batch cache
-  is one buffer reserved for the whole loop, so each decoded token is written in place, not re-concatenated;
-- finished rows leave the batch as soon as they end, and their caches are kept for their next step.
+- every episode (session) owns one row of a per-layer buffer ``[rows, kv_heads, capacity, head_dim]``
+  (`seal_hub.rollout.kv_rows`); its tokens sit at row positions 0..n-1, which are also their true positions, so
+  no left padding is ever built: the decode batch is a view of the first rows, an attention mask hides each
+  row's unused tail, and each decoded token's KV is written in place at its row's end;
+- the row is kept between the episode's steps, so a step only prefills the new environment tokens (in chunks,
+  which bounds the activations a long prompt needs), and it is the only copy of that episode's KV;
+- a task's shared prefix is computed once: a new rollout copies it from a live row of the same task; when no
+  live row holds it, from the prefix store, which keeps the prefixes of released episodes up to
+  `max_prefix_bytes` (least recently used first out) and hands an entry over to the row that takes it;
+- the rows are laid out again (each layer in turn, so the transient is one layer) only when a call's episodes
+  differ from the previous call's: released rows leave, new ones arrive, rows are ordered as the requests;
+- a row that finishes early in the decode loop is swapped behind the live rows when enough steps remain,
+  otherwise it rides along without its outputs being used (and without touching its cached tokens).
 
-Not covered: speculative decoding, paged attention, or multi-GPU inference (use the vLLM backend there).
+What a row cannot share: rollouts of one task each hold their own copy of the prefix, since a batched attention
+call needs each row's keys in one tensor (sharing would need paged attention). Sampling and greedy decoding are
+the reference backend's (`reference.py`), token for token under greedy decoding.
+
+`timings` accumulates where generation time goes (prefill forwards, decode forwards, cache work, sampling) for
+the benchmarks. Not covered: speculative decoding, paged attention, or multi-GPU inference (use vLLM there).
 """
 
 from __future__ import annotations
 
-from collections import OrderedDict
+import time
 from collections.abc import Iterable
-from dataclasses import dataclass
 
 import torch
-from transformers import DynamicCache
-from transformers.cache_utils import DynamicLayer
 
 from seal_hub.rollout.backend import Generation, GenerationRequest, SamplingConfig
+from seal_hub.rollout.kv_rows import KVRows, PrefixStore, num_layers
 
-KV = tuple[tuple[torch.Tensor, torch.Tensor], ...]  # per layer: keys, values shaped [batch, heads, seq, dim]
-
-
-@dataclass
-class _Cached:
-    ids: tuple[int, ...]
-    kv: KV | None  # None: nothing cached
-
-
-def _slice(kv: KV | None, start: int, stop: int | None = None, rows: slice | torch.Tensor | None = None) -> KV | None:
-    if kv is None:
-        return None
-    sel = slice(None) if rows is None else rows
-    return tuple((k[sel, :, start:stop], v[sel, :, start:stop]) for k, v in kv)
-
-
-class _ReservedLayer(DynamicLayer):
-    """A cache layer in a buffer reserved up front: appending a token writes in place instead of re-copying
-    the whole cache (`DynamicLayer` concatenates, which costs O(length) per decoded token)."""
-
-    def __init__(self, keys: torch.Tensor, values: torch.Tensor, capacity: int) -> None:
-        super().__init__()
-        batch, heads, length, dim = keys.shape
-        self._keys = keys.new_empty((batch, heads, max(capacity, length), dim))
-        self._values = values.new_empty((batch, values.shape[1], max(capacity, length), values.shape[3]))
-        self._keys[:, :, :length] = keys
-        self._values[:, :, :length] = values
-        self._length = length
-        self.dtype, self.device = keys.dtype, keys.device
-        self.is_initialized = True
-        self._refresh()
-
-    def _refresh(self) -> None:
-        self.keys = self._keys[:, :, : self._length]
-        self.values = self._values[:, :, : self._length]
-
-    def update(self, key_states: torch.Tensor, value_states: torch.Tensor, *args, **kwargs):
-        end = self._length + key_states.shape[-2]
-        if end > self._keys.shape[2]:  # out of room: grow by doubling (rare: capacity covers the decode loop)
-            self._keys = torch.cat([self._keys, torch.empty_like(self._keys)], dim=2)
-            self._values = torch.cat([self._values, torch.empty_like(self._values)], dim=2)
-            return self.update(key_states, value_states)
-        self._keys[:, :, self._length : end] = key_states
-        self._values[:, :, self._length : end] = value_states
-        self._length = end
-        self._refresh()
-        return self.keys, self.values
-
-    def get_seq_length(self) -> int:
-        return self._length
-
-    def batch_select_indices(self, indices: torch.Tensor) -> None:
-        self._keys, self._values = self._keys[indices], self._values[indices]
-        self._refresh()
-
-
-def _reserved_cache(kv: KV, capacity: int) -> DynamicCache:
-    cache = DynamicCache()
-    cache.layers = [_ReservedLayer(k, v, capacity) for k, v in kv]
-    return cache
-
-
-def _cache(kv: KV | None) -> DynamicCache:
-    return DynamicCache(ddp_cache_data=kv) if kv is not None else DynamicCache()
-
-
-def _kv(cache: DynamicCache) -> KV:
-    return tuple((layer.keys, layer.values) for layer in cache.layers)
+PREFILL_CHUNK = 512  # tokens per prefill forward: bounds the activations of a long prompt
+SWAP_AFTER = 8  # a finished row leaves the decode batch (a row swap) only when at least this many steps remain
 
 
 class HFBackend:
     """`GenerationBackend` for a (PEFT-wrapped or plain) `transformers` causal LM."""
 
     def __init__(
-        self, model, eos_token_ids: Iterable[int], pad_token_id: int = 0, max_prefixes: int = 32, seed: int = 0
+        self,
+        model,
+        eos_token_ids: Iterable[int],
+        pad_token_id: int = 0,
+        max_prefix_bytes: int = 512 * 2**20,
+        seed: int = 0,
     ) -> None:
         self.model = model
         self.eos_token_ids = frozenset(int(i) for i in eos_token_ids)
         if not self.eos_token_ids:
             raise ValueError("HFBackend needs at least one end-of-turn token id (eos_token_ids)")
+        if max_prefix_bytes < 0:
+            raise ValueError(f"max_prefix_bytes must be >= 0 (0 keeps no prefix store), got {max_prefix_bytes}")
         self.pad_token_id = pad_token_id
-        self.max_prefixes = max_prefixes
-        self._sessions: dict[str, _Cached] = {}
-        self._prefixes: OrderedDict[tuple[int, ...], _Cached] = OrderedDict()
+        self.rows = KVRows(num_layers(model))
+        self.prefixes = PrefixStore(max_prefix_bytes)
         self._generator = torch.Generator(device="cpu").manual_seed(seed)
         self.prefilled_tokens = 0  # tokens run through the model to build caches
         self.reused_tokens = 0  # tokens whose KV came from a cache instead
+        self.timings: dict[str, float] = dict.fromkeys(("layout", "prefill", "forward", "cache", "sampling"), 0.0)
+        self.decode_steps = 0
 
     @property
     def device(self) -> torch.device:
         return next(self.model.parameters()).device
 
     def release(self, session: str) -> None:
-        self._sessions.pop(session, None)
+        """The episode is over: its row stays only as a source of its prefix until the next call lays rows out."""
+        self.rows.retire(session)
 
     def clear(self) -> None:
         """Drop every cache (call after the weights change: cached KV belongs to the old weights)."""
-        self._sessions.clear()
-        self._prefixes.clear()
+        self.rows = KVRows(self.rows.num_layers)
+        self.prefixes.clear()
 
     # ----- caching -----
 
-    def _forward(self, input_ids: torch.Tensor, cache: DynamicCache, mask: torch.Tensor, positions: torch.Tensor):
-        """One forward pass that extends `cache` in place; returns the last position's logits."""
+    def _forward(self, input_ids: torch.Tensor, cache, mask: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+        """One forward pass that writes its KV into `cache`; returns the last position's logits."""
         out = self.model(
             input_ids=input_ids,
             attention_mask=mask,
             position_ids=positions,
             past_key_values=cache,
             use_cache=True,
-            logits_to_keep=1,  # a prefill needs the last position's logits only, not a [tokens x vocab] matrix
+            logits_to_keep=1,  # only the last position's logits are ever used
         )
         return out.logits[:, -1, :].float()
 
-    def _extend(self, cached: _Cached, ids: tuple[int, ...]) -> _Cached:
-        """`cached` extended to cover `ids` (which it must prefix), running only the missing tokens."""
-        start = len(cached.ids)
-        if start == len(ids):
-            return cached
-        new = torch.tensor([ids[start:]], device=self.device)
-        mask = torch.ones((1, len(ids)), dtype=torch.long, device=self.device)
-        positions = torch.arange(start, len(ids), device=self.device).unsqueeze(0)
-        cache = _cache(cached.kv)
-        self._forward(new, cache, mask, positions)
+    def _prefill(self, row: int, ids: tuple[int, ...], start: int) -> None:
+        """Run `ids[start:]` through the model into `row`, whose positions before `start` are already cached."""
+        device = self.device
+        for begin in range(start, len(ids), PREFILL_CHUNK):
+            end = min(begin + PREFILL_CHUNK, len(ids))
+            new = torch.tensor([ids[begin:end]], device=device)
+            mask = torch.ones((1, end), dtype=torch.long, device=device)
+            positions = torch.arange(begin, end, device=device).unsqueeze(0)
+            self._forward(new, self.rows.prefill_cache(row, begin, end), mask, positions)
         self.prefilled_tokens += len(ids) - start
-        return _Cached(ids, _kv(cache))
 
-    def _shared_prefix(self, prefix: tuple[int, ...]) -> _Cached:
-        hit = self._prefixes.get(prefix)
-        if hit is not None:
-            self._prefixes.move_to_end(prefix)
-            return hit
-        computed = self._extend(_Cached((), None), prefix)
-        self._prefixes[prefix] = computed
-        while len(self._prefixes) > self.max_prefixes:
-            self._prefixes.popitem(last=False)
-        return computed
-
-    def _resume(self, request: GenerationRequest) -> _Cached:
-        """A cache covering all of the request's tokens but the last (which the decode loop feeds)."""
-        ids = request.token_ids
-        if not ids:
-            raise ValueError(f"session {request.session}: empty prompt")
-        cached = self._sessions.get(request.session)
-        if cached is None or ids[: len(cached.ids)] != cached.ids:
-            cached = _Cached((), None)
-            if 0 < request.prefix_length <= len(ids):
-                cached = self._shared_prefix(ids[: request.prefix_length])
-        if len(cached.ids) >= len(ids):  # nothing new: recompute the last token to get its logits
-            cached = _Cached(ids[:-1], _slice(cached.kv, 0, len(ids) - 1))
-        self.reused_tokens += len(cached.ids)
-        return self._extend(cached, ids[:-1])
+    def _prepare(self, requests: list[GenerationRequest], room: list[int]) -> None:
+        """Rows 0..n-1 hold the requests' sequences (all but their last token), ready for the decode loop."""
+        start = time.perf_counter()
+        targets = [r.token_ids[:-1] for r in requests]
+        prefixes = [
+            r.token_ids[: r.prefix_length] if 0 < r.prefix_length <= len(r.token_ids) else () for r in requests
+        ]
+        kept = self.rows.layout([r.session for r in requests], targets, prefixes, room, self.prefixes)
+        self.timings["layout"] += time.perf_counter() - start
+        for row, (request, target, prefix) in enumerate(zip(requests, targets, prefixes, strict=True)):
+            have = kept[row]
+            self.reused_tokens += have
+            if have < len(prefix) <= len(target):
+                start = time.perf_counter()
+                copied = self.rows.copy_prefix(row, prefix, self.prefixes)
+                self.timings["layout"] += time.perf_counter() - start
+                self.reused_tokens += max(0, copied - have)
+                have = max(have, copied)
+            start = time.perf_counter()
+            self._prefill(row, target, have)
+            self.rows.set_ids(row, target, request.prefix_length)
+            self.timings["prefill"] += time.perf_counter() - start
 
     # ----- sampling -----
 
@@ -203,6 +150,11 @@ class HFBackend:
     def generate(self, requests: list[GenerationRequest], sampling: SamplingConfig) -> list[Generation]:
         if not requests:
             return []
+        for request in requests:
+            if not request.token_ids:
+                raise ValueError(f"session {request.session}: empty prompt")
+        if len({r.session for r in requests}) != len(requests):
+            raise ValueError("one generate call got the same session twice: each live episode needs its own")
         was_training = self.model.training
         self.model.eval()
         try:
@@ -211,63 +163,63 @@ class HFBackend:
             self.model.train(was_training)
 
     def _generate(self, requests: list[GenerationRequest], sampling: SamplingConfig) -> list[Generation]:
-        caches = [self._resume(r) for r in requests]
-        lengths = [len(c.ids) for c in caches]
-        width = max(lengths)
-        device = self.device
-        kv = None
-        if width > 0:
-            layers = []
-            for layer in range(len(next(c.kv for c in caches if c.kv is not None))):
-                keys, values = [], []
-                for cached, length in zip(caches, lengths, strict=True):
-                    if cached.kv is None:
-                        ref = next(c.kv for c in caches if c.kv is not None)[layer][0]
-                        k = v = ref.new_zeros((1, ref.shape[1], 0, ref.shape[3]))
-                    else:
-                        k, v = cached.kv[layer]
-                    pad = width - length
-                    keys.append(torch.nn.functional.pad(k, (0, 0, pad, 0)))
-                    values.append(torch.nn.functional.pad(v, (0, 0, pad, 0)))
-                layers.append((torch.cat(keys), torch.cat(values)))
-            kv = tuple(layers)
-        mask = torch.tensor([[0] * (width - n) + [1] * n for n in lengths], dtype=torch.long, device=device)
-        positions = torch.tensor(lengths, device=device)
-        inputs = torch.tensor([r.token_ids[-1] for r in requests], device=device)
         limits = [r.max_new_tokens or sampling.max_new_tokens for r in requests]
-        rows = list(range(len(requests)))  # request index of each live batch row
+        self._prepare(requests, limits)
+        device = self.device
+        n = len(requests)
+        order = list(range(n))  # request index held by each batch row (rows move when finished ones swap out)
+        lengths = [len(r.token_ids) - 1 for r in requests]  # cached tokens per row; the next input goes there
+        inputs = [r.token_ids[-1] for r in requests]
         generated: list[list[int]] = [[] for _ in requests]
         logprobs: list[list[float]] = [[] for _ in requests]
-        finished = [False] * len(requests)
-        # one cache for the whole loop, with room reserved for every token it will decode
-        cache = _reserved_cache(kv, width + max(limits) + 1) if kv is not None else _cache(None)
-        while rows:
-            mask = torch.cat([mask, torch.ones((len(rows), 1), dtype=torch.long, device=device)], dim=1)
-            logits = self._forward(inputs[:, None], cache, mask, positions[:, None])
+        finished = [False] * n  # ended on an end-of-turn token
+        done = [False] * n  # by request index: out of the batch's live rows (end of turn or token limit)
+        active = n
+        timings = self.timings
+        while active:
+            start = time.perf_counter()
+            positions = torch.tensor(lengths[:active], device=device)
+            cache, mask = self.rows.decode_cache(positions)
+            tokens_in = torch.tensor(inputs[:active], device=device)[:, None]
+            forward_start = time.perf_counter()
+            logits = self._forward(tokens_in, cache, mask, positions[:, None])
+            sample_start = time.perf_counter()
             tokens, token_logprobs = self._sample(logits, sampling)
-            keep = []
-            for b, index in enumerate(rows):
-                token = int(tokens[b])
+            tokens_list, logprob_list = tokens.tolist(), token_logprobs.tolist()
+            for row in range(active):
+                index = order[row]
+                if done[index]:  # a finished row riding along: its output is not used
+                    continue
+                token = tokens_list[row]
                 generated[index].append(token)
-                logprobs[index].append(float(token_logprobs[b]))
-                done_eos = token in self.eos_token_ids
-                if done_eos or len(generated[index]) >= limits[index]:
-                    finished[index] = done_eos
-                    covered = requests[index].token_ids + tuple(generated[index][:-1])
-                    start = mask.shape[1] - len(covered)
-                    row = tuple(
-                        (k[b : b + 1, :, start:].clone(), v[b : b + 1, :, start:].clone()) for k, v in _kv(cache)
-                    )
-                    self._sessions[requests[index].session] = _Cached(covered, row)
+                logprobs[index].append(logprob_list[row])
+                if token in self.eos_token_ids or len(generated[index]) >= limits[index]:
+                    done[index] = True
+                    finished[index] = token in self.eos_token_ids
+                    lengths[row] += 1  # the input just written; the last sampled token is never fed
                 else:
-                    keep.append(b)
-            if len(keep) < len(rows):
-                if not keep:
-                    break
-                index_tensor = torch.tensor(keep, dtype=torch.long, device=device)
-                cache.batch_select_indices(index_tensor)
-                mask, tokens, positions = mask[index_tensor], tokens[index_tensor], positions[index_tensor]
-                rows = [rows[b] for b in keep]
-            inputs = tokens
-            positions = positions + 1
-        return [Generation(tuple(generated[i]), tuple(logprobs[i]), finished[i]) for i in range(len(requests))]
+                    lengths[row] += 1
+                    inputs[row] = token
+            cache_start = time.perf_counter()
+            remaining = max((limits[i] - len(generated[i]) for i in order[:active] if not done[i]), default=0)
+            for row in range(active - 1, -1, -1):  # from the end: trailing finished rows leave for free
+                if not done[order[row]]:
+                    continue
+                last = active - 1
+                if row != last:
+                    if remaining < SWAP_AFTER:
+                        continue  # it rides along: cheaper than moving two rows
+                    self.rows.swap(row, last, max(lengths[row], lengths[last]) + 1)
+                    order[row], order[last] = order[last], order[row]
+                    lengths[row], lengths[last] = lengths[last], lengths[row]
+                    inputs[row], inputs[last] = inputs[last], inputs[row]
+                active -= 1
+            end = time.perf_counter()
+            timings["forward"] += sample_start - forward_start
+            timings["sampling"] += cache_start - sample_start
+            timings["cache"] += (forward_start - start) + (end - cache_start)
+            self.decode_steps += 1
+        for row, index in enumerate(order):
+            covered = requests[index].token_ids + tuple(generated[index][:-1])
+            self.rows.set_ids(row, covered, requests[index].prefix_length)
+        return [Generation(tuple(generated[i]), tuple(logprobs[i]), finished[i]) for i in range(n)]
