@@ -246,6 +246,11 @@ def build_parser() -> argparse.ArgumentParser:
     from seal_hub.hub.commands import add_hub_commands
 
     add_hub_commands(commands)
+
+    # `seal-hub space`: the replay Space (self-contained block)
+    from seal_hub.replay.commands import add_space_commands
+
+    add_space_commands(commands)
     return parser
 
 
