@@ -94,3 +94,21 @@ def write_evaluation(folder: Path, suite, tokenizer) -> tuple[list, list]:
     write_trajectories(trajectories, folder / "trajectories.parquet")
     Dataset.from_list(rows, features=DIAGNOSIS_FEATURES).to_parquet(str(folder / "diagnoses.parquet"))
     return trajectories, rows
+
+
+def replay_world(root: Path, suite, patch) -> dict:
+    """A local registry under `root` holding the scripted run ``alice/demo``, an evaluation directory, and the
+    environment pointing at them (through `patch`, a `pytest.MonkeyPatch`)."""
+    from transformers import AutoTokenizer
+
+    from seal_hub.hub import get_registry
+    from seal_hub.models import build_tiny_model
+
+    patch.setenv("SEAL_HUB_REGISTRY", str(root / "registry"))
+    patch.setenv("SEAL_HUB_BACKEND", "local")
+    patch.setenv("SEAL_HUB_CACHE", str(root / "cache"))
+    patch.setenv("GRADIO_ANALYTICS_ENABLED", "False")
+    tokenizer = AutoTokenizer.from_pretrained(build_tiny_model(root / "tiny"))
+    published = publish_scripted_run("alice/demo", get_registry("local"), suite, tokenizer)
+    evaluation = write_evaluation(root / "eval", suite, tokenizer)
+    return {"root": root, "published": published, "evaluation": evaluation, "tokenizer": tokenizer}
