@@ -228,7 +228,7 @@ class Viewer:
 
     def compare(self, a: Selection, b: Selection) -> Comparison:
         """Selection `b`'s rollout of `a`'s task beside `a`'s: turns aligned, interfaces diffed."""
-        source_a, a, summary_a, trajectory_a = self.episode(a)
+        source_a, a, summary_a, trajectory_a = self.episode(self.browse(a).selection)
         b = replace(b, task=a.task, run=b.run or a.run)
         source_b, b, summary_b, trajectory_b = self.episode(b)
         title_a = f"A: {source_a.name} {a.iteration} ({trajectory_a.interface_version})"
