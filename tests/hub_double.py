@@ -15,7 +15,8 @@ Implemented, with the response shapes the real client parses:
 - ``POST /api/{type}s/{repo}/tag/{rev}`` (409 when the tag exists), ``GET .../refs``, ``GET .../commits/{rev}``;
 - ``HEAD`` / ``GET /{prefix}{repo}/resolve/{rev}/{path}`` with ``X-Repo-Commit``, ``ETag``, ``X-Linked-Etag``.
 
-Writes need ``Authorization: Bearer <token>`` when the double is given a token. `requests` records every
+Space repositories (``spaces/NS/NAME``, created with ``type: space``) are kept like the other two; nothing builds
+or runs them. Writes need ``Authorization: Bearer <token>`` when the double is given a token. `requests` records every
 request line and whether it carried auth; `fail_commits` makes the commit endpoint answer 500 (a push
 interrupted after its LFS uploads), `fail_tags` the tag endpoint (interrupted between commit and tag).
 Not a Hub: no Xet, no pull requests, no pagination, no access control beyond the token; an endpoint it lacks

@@ -18,6 +18,7 @@ Not covered: Space hardware, secrets and private runs (set them on the Hub).
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import tempfile
 from dataclasses import dataclass
@@ -134,7 +135,7 @@ def stage_space(pins: RunPins, folder: Path) -> Path:
 
 def deploy_space(target: str, run: str) -> tuple[str, RunPins]:
     """Create or update the Space `target` (``hf://NS/NAME``) for `run`; returns the Space's URL and the pins."""
-    from huggingface_hub import HfApi
+    from huggingface_hub import HfApi, constants
     from huggingface_hub.errors import HfHubHTTPError
 
     if target.startswith("local://"):
@@ -148,7 +149,7 @@ def deploy_space(target: str, run: str) -> tuple[str, RunPins]:
     folder = Path(tempfile.mkdtemp(prefix="seal_hub-space-"))
     try:
         stage_space(pins, folder)
-        api = HfApi()
+        api = HfApi(endpoint=(os.environ.get("HF_ENDPOINT") or constants.ENDPOINT).rstrip("/"))
         try:
             url = api.create_repo(repo_id, repo_type="space", space_sdk="gradio", exist_ok=True)
             api.upload_folder(
