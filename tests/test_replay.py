@@ -79,9 +79,10 @@ def test_an_episode_renders_as_chat_with_calls_nesting_their_results_and_a_badge
     assert users[1]["content"].startswith(f"**Turn 2** · {FAILED} · `missing_tool_call`")
     calls = [m for m in view.messages if m.get("metadata", {}).get("id")]
     results = [m for m in view.messages if m.get("metadata", {}).get("parent_id")]
-    assert [c["metadata"]["title"] for c in calls] == [
+    assert [c["metadata"]["title"].split("(")[0] for c in calls] == [
         f"🛠️ {c.name}" for turn in trajectory.turns for step in turn.steps for c in step.tool_calls
     ]
+    assert calls[1]["metadata"]["title"] == "🛠️ ls(a=true)"
     assert {r["metadata"]["parent_id"] for r in results} == {c["metadata"]["id"] for c in calls}
     # frames: one per model step after the first; each frame shows more than the one before
     assert len(view.frames) == trajectory.num_steps + 1

@@ -109,7 +109,7 @@ def test_stepping_forward_back_first_and_last_walks_the_frames(space):
     assert start["position"] == "step 0 of 6 · turn 1 of 4" and one["position"] == "step 1 of 6 · turn 1 of 4"
     assert len(one["chat"]) > len(start["chat"]) and one["chat"][: len(start["chat"])] == start["chat"]
     titles = [(m.get("metadata") or {}).get("title") for m in one["chat"]]
-    assert "🛠️ ls" in titles and "↳ result" in titles
+    assert "🛠️ ls()" in titles and "↳ ls returned" in titles
     end = named(client.predict(*chosen, 0, api_name="/last"), STEP_FIELDS)
     assert end["position"] == "step 6 of 6 · turn 4 of 4"
     back = named(client.predict(*chosen, 6, api_name="/back"), STEP_FIELDS)
@@ -123,7 +123,7 @@ def test_side_by_side_aligns_two_iterations_of_the_task(space):
     title, alignment, changes, html, status = values
     assert status == "" and title.startswith("**A: alice/demo iter-0 (v0)** vs **B: alice/demo iter-1 (v1)**")
     assert "| 2 | ❌ `missing_tool_call`<br>*no call* | ✅ `pass`" in alignment
-    assert "~ schema_cues.enabled: off -> on" in changes and "interface v1" in html
+    assert "- **~** schema_cues.enabled: off -> on" in changes and "interface v1" in html
     values = client.predict(*browse(client, iteration="iter-0"), "", "", "", 0, api_name="/compare")
     assert values[-1] == "⚠️ choose episode B: another iteration, revision or run"
     values = client.predict(*browse(client, iteration="iter-0"), "alice/ghost", "", "iter-1", 0, api_name="/compare")

@@ -75,6 +75,20 @@ def _groups(messages: list[MessageRecord]) -> tuple[MessageRecord | None, list[l
     return system, users, steps
 
 
+def call_text(name: str, arguments: str) -> str:
+    """A call as one line, ``name(key="value", n=2)``; arguments that are not a JSON object stay as given."""
+    try:
+        value = json.loads(arguments)
+        body = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in value.items())
+    except (TypeError, ValueError, AttributeError):
+        body = arguments
+    return f"{name}({body})"
+
+
+def short(text: str, limit: int = 90) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def _arguments(text: str) -> str:
     try:
         return json.dumps(json.loads(text), indent=2, ensure_ascii=False)
@@ -94,17 +108,17 @@ def _step_messages(number: int, step: StepRecord, said: MessageRecord | None, sh
             {
                 "role": "assistant",
                 "content": f"```json\n{_arguments(call.arguments)}\n```",
-                "metadata": {"title": f"🛠️ {call.name}", "id": call_id, "status": "done"},
+                "metadata": {"title": f"🛠️ {short(call_text(call.name, call.arguments))}", "id": call_id},
             }
         )
         record = results[c] if c < len(results) else None
         text = shown[c].content if c < len(shown) else (record.content if record else "")
-        title = f"⚠️ {record.error_kind}" if record is not None and record.error_kind else "↳ result"
+        title = f"⚠️ {record.error_kind}" if record is not None and record.error_kind else f"↳ {call.name} returned"
         out.append(
             {
                 "role": "assistant",
                 "content": text or "*(no output)*",
-                "metadata": {"title": title, "parent_id": call_id, "status": "done"},
+                "metadata": {"title": title, "parent_id": call_id},
             }
         )
     for e, error in enumerate(step.parse_errors):
@@ -169,7 +183,7 @@ def render_episode(trajectory: Trajectory, labels: tuple[str | None, ...] = ()) 
             note += f" Turns {reached + 1}-{len(labels)} were never reached: " + ", ".join(
                 f"`{label}`" for label in unreached
             )
-        messages.append({"role": "assistant", "content": note, "metadata": {"title": "⏹ end", "status": "done"}})
+        messages.append({"role": "assistant", "content": note, "metadata": {"title": "⏹ end"}})
         frames[-1] = len(messages)
     return ReplayView(tuple(messages), tuple(frames), tuple(turn_frames), summarize(trajectory, labels))
 

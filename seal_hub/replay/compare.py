@@ -14,12 +14,12 @@ Not covered: picking the two episodes (the Space), rendering a single episode (`
 from __future__ import annotations
 
 import difflib
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from seal_hub.interface import InterfaceSnapshot, diff
+from seal_hub.replay.chat import call_text
 from seal_hub.rollout.records import Trajectory, TurnRecord
 
 
@@ -46,19 +46,10 @@ class TurnPair:
         return self.a.calls == self.b.calls
 
 
-def _call_text(name: str, arguments: str) -> str:
-    try:
-        value = json.loads(arguments)
-        body = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in value.items())
-    except (TypeError, ValueError, AttributeError):
-        body = arguments
-    return f"{name}({body})"
-
-
 def _side(turn: TurnRecord | None, label: str | None) -> TurnSide:
     if turn is None:
         return TurnSide(None, label, (), 0)
-    calls = tuple(_call_text(c.name, c.arguments) for step in turn.steps for c in step.tool_calls)
+    calls = tuple(call_text(c.name, c.arguments) for step in turn.steps for c in step.tool_calls)
     verdict = turn.verdict.passed if turn.verdict is not None else None
     return TurnSide(verdict, label, calls, len(turn.steps))
 

@@ -86,7 +86,8 @@ class AgentView:
             lines.append("*none*")
         names = ", ".join(f"`{t.get('function', t).get('name', '?')}`" for t in self.tools)
         lines.append(f"**Tools** ({len(self.tools)}): {names}")
-        lines.append(f"**Schema cues** ({len(self.cues)} on {len({c.tool for c in self.cues})} tools)")
+        tools_cued = len({c.tool for c in self.cues})
+        lines.append(f"**Schema cues** ({len(self.cues)} on {tools_cued} tools)" if self.cues else "**Schema cues**")
         by_tool: dict[str, list[str]] = {}
         for cue in self.cues:
             by_tool.setdefault(cue.tool, []).append(f"{cue.argument} {cue.added}")

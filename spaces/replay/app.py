@@ -26,6 +26,7 @@ from seal_hub.replay.page import EPISODE_VERSION, Selection, Viewer, deep_link  
 HERE = Path(__file__).resolve().parent
 LOG = logging.getLogger("seal_hub.space")
 CSS = """
+.seal-diff {max-height: 560px; overflow: auto; border: 1px solid #ddd}
 .seal-diff table.diff {font-family: ui-monospace, monospace; font-size: 12px; width: 100%}
 .seal-diff .diff_add {background: #d7f5dd} .seal-diff .diff_chg {background: #fff3bf}
 .seal-diff .diff_sub {background: #ffd8d8} .seal-diff td {white-space: pre-wrap; word-break: break-word}
@@ -159,7 +160,9 @@ def compare(
         result = VIEWER.compare(a, b)
     except Exception as exc:  # noqa: BLE001
         return "", "", "", "", _problem(exc)
-    changes = "\n".join(f"    {line}" for line in result.changes)
+    changes = "\n".join(
+        f"- **{line[0]}** {line[2:]}" if line[:2] in ("+ ", "- ", "~ ") else f"- {line}" for line in result.changes
+    )
     title = f"**{result.title_a}** vs **{result.title_b}** · [🔗 link]({deep_link(a, b)})"
     return title, result.alignment, f"**Interface diff**\n\n{changes}", result.diff_html, ""
 
