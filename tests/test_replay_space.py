@@ -179,3 +179,36 @@ def test_live_streams_steps_and_stops_at_its_limit(space):
     assert chat[0]["metadata"]["title"] == "📋 system prompt" and text(chat[1]).startswith("**Turn 1**")
     bad = list(client.submit("tiny", "multi_turn_base_9999", "v0", "alice/demo", "", api_name="/live"))
     assert bad[-1][1] == "⚠️ task 'multi_turn_base_9999' is not a BFCL task"
+
+
+def test_seal_hub_space_serves_the_app_for_a_run_and_refuses_an_unknown_one(space, capsys):
+    import os
+    import subprocess
+    import time
+    from urllib.error import URLError
+    from urllib.request import urlopen
+
+    from gradio_client import Client
+
+    from seal_hub.cli import main
+
+    assert main(["space", "--run", "alice/ghost"]) == 2
+    assert "run 'alice/ghost': no repository alice/ghost-trajectories" in capsys.readouterr().err
+    assert main(["space", "--run", "alice/demo", "--port", "70000"]) == 2
+    port = free_port()
+    command = [sys.executable, "-m", "seal_hub.cli", "space", "--run", "alice/demo", "--port", str(port)]
+    server = subprocess.Popen(command, env=os.environ.copy(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 240
+        while time.monotonic() < deadline:
+            try:
+                with urlopen(f"http://127.0.0.1:{port}/", timeout=5):
+                    break
+            except (URLError, OSError):
+                assert server.poll() is None, server.stdout.read().decode()[-3000:]
+                time.sleep(1)
+        page = named(Client(f"http://127.0.0.1:{port}/", verbose=False).predict("alice/demo", "", api_name="/open"))
+        assert page["status"] == "" and page["counts"] == "3 of 3 episodes match"
+    finally:
+        server.terminate()
+        server.wait(timeout=30)

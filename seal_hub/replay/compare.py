@@ -115,7 +115,7 @@ def shown_lines(snapshot: InterfaceSnapshot, tools: Sequence[dict[str, Any]]) ->
 
 def shown_diff_html(a: InterfaceSnapshot, b: InterfaceSnapshot, tools: Sequence[dict[str, Any]]) -> str:
     """A side-by-side HTML table (`difflib.HtmlDiff`) of what the agent reads under `a` and under `b`."""
-    html = difflib.HtmlDiff(wrapcolumn=70).make_table(
+    html = difflib.HtmlDiff().make_table(
         shown_lines(a, tools), shown_lines(b, tools), f"interface {a.version}", f"interface {b.version}", context=True
     )
     return f'<div class="seal-diff">{html}</div>'
