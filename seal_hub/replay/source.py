@@ -57,18 +57,26 @@ class ReplaySource:
     _interfaces: dict[str, InterfaceSnapshot] = field(default_factory=dict, repr=False)
     _versions: tuple[str, ...] | None = field(default=None, repr=False)
 
-    def versions(self) -> tuple[str, ...]:
-        """Interface versions this source can show (oldest first); v0 (the null interface) always counts."""
+    def _published_versions(self) -> tuple[str, ...]:
+        """The tags of the run's environment repository (none when it has no such repository)."""
         if self._versions is None:
+            found: list[str] = []
             if self.env_ref is not None:
+                registry = registry_for(self.env_ref)
                 try:
-                    found = [v.tag for v in registry_for(self.env_ref).versions(self.env_ref.repo_id, "dataset")]
+                    if registry.repo_exists(self.env_ref.repo_id, "dataset"):
+                        found = [v.tag for v in registry.versions(self.env_ref.repo_id, "dataset")]
                 except HubError:
                     found = []
-            else:
-                found = sorted(self.interface_files, key=_version_key)
-            self._versions = tuple(dict.fromkeys(["v0", *found]))
+            self._versions = tuple(found)
         return self._versions
+
+    def versions(self) -> tuple[str, ...]:
+        """Interface versions this source can show (oldest first); v0 (the null interface) always counts."""
+        found = (
+            self._published_versions() if self.env_ref is not None else sorted(self.interface_files, key=_version_key)
+        )
+        return tuple(dict.fromkeys(["v0", *found]))
 
     def interface(self, version: str) -> InterfaceSnapshot:
         """The snapshot of `version`; `ReplayError` when this source does not have it."""
@@ -79,7 +87,7 @@ class ReplaySource:
                 snapshot = load_snapshot(self.interface_files[version])
             except InterfaceError as exc:
                 raise ReplayError(str(exc)) from None
-        elif self.env_ref is not None and version in self.versions():
+        elif self.env_ref is not None and version in self._published_versions():
             from seal_hub.hub import load_interface
 
             try:
