@@ -4,6 +4,7 @@ the scripted run in a temporary local registry: browse, filter, step, compare, l
 from __future__ import annotations
 
 import importlib.util
+import json
 import socket
 import sys
 from pathlib import Path
@@ -15,7 +16,7 @@ APP = Path(__file__).resolve().parents[1] / "spaces" / "replay" / "app.py"
 # what /open and /show return, in order (the frame is session state, not an output)
 FIELDS = [
     "revision", "iteration", "version", "label", "category", "task", "rollout", "counts", "summary", "chat",
-    "shown", "position", "link", "status", "compare_title",
+    "shown", "position", "link", "status", "compare_title", "tools",
 ]  # fmt: skip
 STEP_FIELDS = ["chat", "shown", "position", "status"]
 
@@ -83,6 +84,8 @@ def test_open_shows_the_latest_iteration_and_its_first_episode(space):
     assert page["position"].startswith("step 0 of ") and page["chat"][-1]["role"] == "user"
     assert text(page["chat"][-1]).startswith("**Turn 1** · ✅ passed · `pass`")
     assert "#### Interface v1 (parent v0)" in page["shown"]
+    tools = json.loads(page["tools"])
+    assert tools and any("[required]" in json.dumps(tool) for tool in tools)  # v1's schema cues
     assert "?run=alice%2Fdemo" in page["link"] and "iter=iter-1" in page["link"]
 
 

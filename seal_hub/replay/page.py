@@ -120,6 +120,7 @@ class Replay:
     frame: int
     shown_markdown: str
     summary: EpisodeSummary
+    tools_json: str = "[]"  # the tools as rendered under the shown version
 
     @property
     def messages(self) -> list[dict[str, Any]]:
@@ -223,8 +224,8 @@ class Viewer:
             tools = task_tools(self.suite, trajectory.task_id)
         except KeyError:
             tools = []
-        shown = agent_view(snapshot, tools, trajectory, frame).markdown()
-        return Replay(selection, view, frame, shown, summary)
+        shown = agent_view(snapshot, tools, trajectory, frame)
+        return Replay(selection, view, frame, shown.markdown(), summary, shown.tools_json())
 
     def compare(self, a: Selection, b: Selection) -> Comparison:
         """Selection `b`'s rollout of `a`'s task beside `a`'s: turns aligned, interfaces diffed."""

@@ -85,7 +85,7 @@ def show(run, rev, iteration, version, label, category, outcome, search, task, r
             raise ReplayError(f"no episode matches the filters ({browse.episodes} in {chosen.iteration})")
         replay = VIEWER.replay(chosen, None if frame is None else int(frame))
     except Exception as exc:  # noqa: BLE001 - every failure becomes a line in the page
-        return [gr.update()] * 9 + [[], "", "", "", 0, _problem(exc), ""]
+        return [gr.update()] * 9 + [[], "", "", "", 0, _problem(exc), "", gr.update()]
     counts = f"{browse.matching} of {browse.episodes} episodes match"
     here = replace(chosen, turn=None)
     return [
@@ -105,6 +105,7 @@ def show(run, rev, iteration, version, label, category, outcome, search, task, r
         replay.frame,
         "",
         "",
+        replay.tools_json,
     ]
 
 
@@ -245,6 +246,8 @@ def build() -> gr.Blocks:
                 with gr.Row():
                     chat = gr.Chatbot(label="Episode", height=620, scale=3)
                     shown = gr.Markdown("", label="What the agent was shown", max_height=620, container=True)
+                with gr.Accordion("Tool schemas as the agent saw them (JSON)", open=False):
+                    tools_code = gr.Code("[]", language="json", interactive=False)
                 timer = gr.Timer(1.0, active=False)
             with gr.Tab("Side by side", id="compare"):
                 with gr.Row():
@@ -294,6 +297,7 @@ def build() -> gr.Blocks:
             frame,
             status,
             compare_title,
+            tools_code,
         ]
         step_outputs = [chat, shown, position, frame, status]
 
@@ -337,11 +341,11 @@ def build() -> gr.Blocks:
                 a = Selection.from_query(params, default_run=DEFAULT_RUN)
                 b = Selection.from_query(params, prefix="b_") if any(k.startswith("b_") for k in params) else None
             except ReplayError as exc:
-                return [gr.update()] * 14 + [_problem(exc), gr.update()] + keep_b
+                return [gr.update()] * 14 + [_problem(exc), gr.update(), gr.update()] + keep_b
             if not a.revision and DEFAULT_REVISION and a.run == DEFAULT_RUN:
                 a = replace(a, revision=DEFAULT_REVISION)
             if not a.run:
-                return [gr.update()] * 14 + ["Type a run (NS/RUN) or a directory and press Open.", ""] + keep_b
+                return [gr.update()] * 14 + ["Type a run (NS/RUN) or a directory and press Open.", "", ""] + keep_b
             values = show(a.run, a.revision, a.iteration, a.version, ALL, ALL, ALL, "", a.task, a.rollout, turn=a.turn)
             if b is None or values[14]:
                 return values + keep_b
