@@ -85,6 +85,14 @@ def call_text(name: str, arguments: str) -> str:
     return f"{name}({body})"
 
 
+def fenced(text: str) -> str:
+    """`text` as a code block, so tool output is shown as written, never read as markdown."""
+    fence = "```"
+    while fence in text:
+        fence += "`"
+    return f"{fence}\n{text}\n{fence}"
+
+
 def short(text: str, limit: int = 90) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
@@ -107,7 +115,7 @@ def _step_messages(number: int, step: StepRecord, said: MessageRecord | None, sh
         out.append(
             {
                 "role": "assistant",
-                "content": f"```json\n{_arguments(call.arguments)}\n```",
+                "content": fenced(_arguments(call.arguments)),
                 "metadata": {"title": f"🛠️ {short(call_text(call.name, call.arguments))}", "id": call_id},
             }
         )
@@ -117,18 +125,19 @@ def _step_messages(number: int, step: StepRecord, said: MessageRecord | None, sh
         out.append(
             {
                 "role": "assistant",
-                "content": text or "*(no output)*",
+                "content": fenced(text) if text else "*(no output)*",
                 "metadata": {"title": title, "parent_id": call_id},
             }
         )
     for e, error in enumerate(step.parse_errors):
         c = len(step.tool_calls) + e
         text = shown[c].content if c < len(shown) else error.message
+        text = text or error.message
         out.append(
             {
                 "role": "assistant",
-                "content": f"{text}\n\nModel text:\n```\n{step.text}\n```",
-                "metadata": {"title": f"⚠️ unparseable tool call ({error.kind})", "status": "done"},
+                "content": f"{fenced(text)}\n\nModel text:\n{fenced(step.text)}",
+                "metadata": {"title": f"⚠️ unparseable tool call ({error.kind})"},
             }
         )
     if not step.finished:

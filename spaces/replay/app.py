@@ -33,6 +33,17 @@ CSS = """
 #seal-status p {font-weight: 600}
 """
 
+# after each step the chat shows its latest message (the chat scrolls inside its own box)
+SCROLL_TO_LATEST = """() => { setTimeout(() => {
+  const root = document.querySelector('#seal-chat');
+  if (!root) return;
+  for (const el of [root, ...root.querySelectorAll('*')]) {
+    const style = getComputedStyle(el).overflowY;
+    const scrolls = style === 'auto' || style === 'scroll';
+    if (scrolls && el.scrollHeight > el.clientHeight + 4) el.scrollTop = el.scrollHeight;
+  }
+}, 200); }"""
+
 
 def _settings() -> tuple[str, str]:
     """The run (and pinned revision) to open first: $SEAL_REPLAY_RUN / $SEAL_REPLAY_REVISION, else replay.json."""
@@ -244,7 +255,7 @@ def build() -> gr.Blocks:
                     position = gr.Markdown("")
                     link = gr.Markdown("")
                 with gr.Row():
-                    chat = gr.Chatbot(label="Episode", height=620, scale=3)
+                    chat = gr.Chatbot(label="Episode", height=620, scale=3, elem_id="seal-chat")
                     shown = gr.Markdown("", label="What the agent was shown", max_height=620, container=True)
                 with gr.Accordion("Tool schemas as the agent saw them (JSON)", open=False):
                     tools_code = gr.Code("[]", language="json", interactive=False)
@@ -321,6 +332,7 @@ def build() -> gr.Blocks:
             (last, 10**6, "last"),
         ):
             button.click(_stepper(delta), [*browse_inputs, frame], step_outputs, api_name=name)
+        chat.change(None, None, None, js=SCROLL_TO_LATEST, api_name=False)
         play.click(toggle_play, [play], [timer, play], api_name=False)
         timer.tick(tick, [*browse_inputs, frame], [chat, shown, position, frame, status, timer, play], api_name=False)
         b_run.change(b_iterations, [run, rev, b_run, b_rev], [b_iter, status], api_name=False)
