@@ -169,13 +169,12 @@ def render_episode(trajectory: Trajectory, labels: tuple[str | None, ...] = ()) 
     turn_frames: list[int] = []
     number = 0
     for t in range(max(len(turns), len(users))):
-        if t < len(users) or t < len(turns):
-            open_turn(t)
-            if not frames:
-                frames.append(len(messages))
-            else:
-                frames[-1] = len(messages)  # a new user turn shows with the step that ended the last one
-            turn_frames.append(len(frames) - 1)
+        open_turn(t)
+        if not frames:
+            frames.append(len(messages))
+        else:
+            frames[-1] = len(messages)  # a new user turn shows with the step that ended the last one
+        turn_frames.append(len(frames) - 1)
         for step in turns[t].steps if t < len(turns) else ():
             answer, shown = said[number] if number < len(said) else (None, [])
             number += 1
@@ -184,7 +183,7 @@ def render_episode(trajectory: Trajectory, labels: tuple[str | None, ...] = ()) 
     if not frames:
         frames.append(len(messages))
     reached = len(turns)
-    unreached = [label for label in labels[reached:]]
+    unreached = list(labels[reached:])
     if trajectory.truncation or unreached:
         why = {"step_limit": "the step limit", "context_limit": "the context limit"}.get(trajectory.truncation or "")
         note = f"Episode ended by {why}." if why else "Episode ended."
