@@ -235,3 +235,30 @@ def test_a_corrupt_parquet_file_and_a_missing_interface_version_are_named(env, t
         source.interface("v1")
     with pytest.raises(ReplayError, match="interface version 'v3' is not in run"):
         source.interface("v3")
+
+
+def test_live_plays_a_published_adapter_under_a_version_and_stops_at_its_limit(env, suite, tmp_path):
+    from hub_artifacts import adapter
+
+    from seal_hub.hub import get_registry, publish_adapter
+    from seal_hub.replay.live import LiveLimits, LiveRequest, LiveRunner
+
+    base = env["root"] / "tiny"
+    publish_adapter(
+        "alice/demo-adapter", 0, adapter(base, tmp_path / "adapter", seed=1), registry=get_registry("local")
+    )
+    runner = LiveRunner(suite, LiveLimits(max_steps=1, max_new_tokens=4))
+    v1 = open_source("alice/demo").interface("v1")
+    frames = list(runner.stream(LiveRequest("local://alice/demo-adapter@iter-0", "multi_turn_base_0", v1)))
+    assert frames[0].status == "started: multi_turn_base_0 under interface v1" and not frames[0].done
+    assert frames[0].messages[0]["metadata"]["title"] == "📋 system prompt"  # v1's system prompt was shown
+    assert frames[-1].done and frames[-1].status.startswith("stopped: reached the live limit of 1 model steps")
+    trajectory = frames[-1].trajectory
+    assert trajectory.interface_version == "v1" and trajectory.num_steps == 1 and not trajectory.passed
+    from peft import PeftModel
+
+    assert isinstance(runner.policy("local://alice/demo-adapter@iter-0")[0], PeftModel)
+    with pytest.raises(ReplayError, match="policy 'local://alice/ghost-adapter' cannot be loaded"):
+        runner.policy("local://alice/ghost-adapter")
+    with pytest.raises(ReplayError, match="task 'multi_turn_base_9999' is not a BFCL task"):
+        next(runner.stream(LiveRequest("tiny", "multi_turn_base_9999", v1)))
