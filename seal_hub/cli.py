@@ -396,6 +396,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_hub_commands(commands)
     _add_report_command(commands)
+
+    # `seal-hub space`: the replay Space (self-contained block)
+    from seal_hub.replay.commands import add_space_commands
+
+    add_space_commands(commands)
     return parser
 
 

@@ -15,7 +15,8 @@ Implemented, with the response shapes the real client parses:
 - ``POST /api/{type}s/{repo}/tag/{rev}`` (409 when the tag exists), ``GET .../refs``, ``GET .../commits/{rev}``;
 - ``HEAD`` / ``GET /{prefix}{repo}/resolve/{rev}/{path}`` with ``X-Repo-Commit``, ``ETag``, ``X-Linked-Etag``.
 
-Writes need ``Authorization: Bearer <token>`` when the double is given a token. `requests` records every
+Space repositories (``spaces/NS/NAME``, created with ``type: space``) are kept like the other two; nothing builds
+or runs them. Writes need ``Authorization: Bearer <token>`` when the double is given a token. `requests` records every
 request line and whether it carried auth; `fail_commits` makes the commit endpoint answer 500 (a push
 interrupted after its LFS uploads), `fail_tags` the tag endpoint (interrupted between commit and tag).
 Not a Hub: no Xet, no pull requests, no pagination, no access control beyond the token; an endpoint it lacks
@@ -204,13 +205,13 @@ class _Handler(BaseHTTPRequestHandler):
             return self._validate_yaml(json.loads(body))
         if method == "PUT" and parts[0] == "__lfs__":
             return self._lfs_put(parts[1], body)
-        if parts[0] == "api" and len(parts) == 2 and parts[1] in ("models", "datasets"):
+        if parts[0] == "api" and len(parts) == 2 and parts[1] in ("models", "datasets", "spaces"):
             return self._list(parts[1][:-1])
-        if parts[0] == "api" and len(parts) >= 4 and parts[1] in ("models", "datasets"):
+        if parts[0] == "api" and len(parts) >= 4 and parts[1] in ("models", "datasets", "spaces"):
             repo = self.hub.repo(parts[1][:-1], f"{parts[2]}/{parts[3]}")
             return self._api(method, repo, parts[4:], body)
-        repo_type = "dataset" if parts[0] == "datasets" else "model"
-        rest = parts[1:] if parts[0] == "datasets" else parts
+        repo_type = {"datasets": "dataset", "spaces": "space"}.get(parts[0], "model")
+        rest = parts[1:] if parts[0] in ("datasets", "spaces") else parts
         if len(rest) >= 2 and rest[1].endswith(".git") and rest[2:] == ["info", "lfs", "objects", "batch"]:
             return self._lfs_batch(json.loads(body))
         if len(rest) >= 5 and rest[2] == "resolve":
@@ -237,7 +238,7 @@ class _Handler(BaseHTTPRequestHandler):
         raise Reply(501, {"error": f"the Hub double does not implement {method} {action} on a repository"})
 
     def _url(self, repo: Repo) -> str:
-        prefix = "datasets/" if repo.repo_type == "dataset" else ""
+        prefix = {"dataset": "datasets/", "space": "spaces/"}.get(repo.repo_type, "")
         return f"{self.hub.endpoint}/{prefix}{repo.repo_id}"
 
     def _create(self, payload: dict) -> object:

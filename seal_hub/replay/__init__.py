@@ -1,0 +1,29 @@
+"""The replay Space's logic, without any UI: what spaces/replay/app.py shows, reachable by tests without a browser.
+
+- where episodes come from: runs (local registry or Hub), evaluation and training directories (`source.py`);
+- the episodes of an iteration, filtered and listed (`episodes.py`);
+- an episode as chat messages with step-through frames (`chat.py`);
+- what the agent was shown at a point, under any interface version (`shown.py`);
+- two episodes of one task aligned turn by turn, and the interface diff (`compare.py`);
+- each view of the page as plain data, and deep links (`page.py`);
+- live episodes streamed step by step (`live.py`);
+- `seal-hub space` and deploying the Space (`commands.py`, `deploy.py`).
+
+Importing this package is cheap: gradio is never imported here, and torch only when a live episode starts.
+"""
+
+from seal_hub.replay.episodes import EpisodeFilter, EpisodeSummary, EpisodeTable, ReplayError
+from seal_hub.replay.page import Selection, Viewer, deep_link
+from seal_hub.replay.source import ReplaySource, open_source
+
+__all__ = [
+    "EpisodeFilter",
+    "EpisodeSummary",
+    "EpisodeTable",
+    "ReplayError",
+    "ReplaySource",
+    "Selection",
+    "Viewer",
+    "deep_link",
+    "open_source",
+]

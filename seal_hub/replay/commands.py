@@ -1,0 +1,59 @@
+"""`seal-hub space`: serve the replay Space locally, or deploy it to the Hub.
+
+- ``seal-hub space [--run NS/RUN] [--revision REV] [--port N]`` serves spaces/replay/app.py on this machine
+  (default registry: the local one; a run may also be ``hf://NS/RUN`` or a directory);
+- ``seal-hub space deploy hf://NS/NAME --run NS/RUN`` creates or updates a Space pinned to the run's latest
+  version on the Hub (`seal_hub.replay.deploy`).
+
+Not covered: the app itself (spaces/replay/app.py) and the views it shows (`seal_hub.replay.page`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from seal_hub.replay.deploy import space_template
+
+    if args.port is not None and not 0 < args.port < 65536:
+        raise ValueError(f"--port must be in 1..65535, got {args.port}")
+    os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+    if args.run:
+        os.environ["SEAL_REPLAY_RUN"] = args.run
+    if args.revision:
+        os.environ["SEAL_REPLAY_REVISION"] = args.revision
+    if args.run:
+        from seal_hub.replay.source import open_source
+
+        open_source(args.run, args.revision)  # a wrong run fails here, in one line, not in the page
+    spec = importlib.util.spec_from_file_location("seal_replay_app", space_template() / "app.py")
+    app = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(app)
+    print(f"serving the replay Space for {args.run or '(no run: type one in the page)'}")
+    app.demo.launch(server_port=args.port, css=app.CSS, ssr_mode=False, share=False)
+    return 0
+
+
+def _deploy(args: argparse.Namespace) -> int:
+    from seal_hub.replay.deploy import deploy_space
+
+    url, pins = deploy_space(args.target, args.run)
+    versions = ", ".join(pins.environment_versions) or "none"
+    print(f"deployed {url}: {pins.run} at {pins.revision} ({pins.commit[:12]}), environment versions {versions}")
+    return 0
+
+
+def add_space_commands(commands: argparse._SubParsersAction) -> None:
+    space = commands.add_parser("space", help="the replay Space: serve it locally, or deploy it to the Hub")
+    space.add_argument("--run", default=None, help="NS/RUN (local registry), hf://NS/RUN, or a directory")
+    space.add_argument("--revision", default=None, help="the run's revision (default: main)")
+    space.add_argument("--port", type=int, default=None, help="port to serve on (default: Gradio's, 7860)")
+    space.set_defaults(handler=_serve)
+    actions = space.add_subparsers(dest="space_command")
+    deploy = actions.add_parser("deploy", help="create or update a Hub Space pinned to a run's revisions")
+    deploy.add_argument("target", metavar="hf://NS/NAME", help="the Space repository")
+    deploy.add_argument("--run", required=True, help="the run on the Hub: NS/RUN (optionally @iter-k)")
+    deploy.set_defaults(handler=_deploy)

@@ -1,0 +1,165 @@
+"""Deploying the replay Space: a Hugging Face Space repository that shows one run, pinned to its revisions.
+
+`deploy_space("hf://NS/NAME", "NS/RUN")` reads the run's three repositories on the Hub (``-trajectories``,
+``-env``, ``-adapter``), pins the trajectories to their latest version (``iter-<k>`` tag and its commit) and
+records the environment and adapter versions, then creates (or updates) the Space with: ``app.py`` and
+``requirements.txt`` from ``spaces/replay/``, a ``README.md`` whose front matter lists the run's datasets and
+models, ``replay.json`` (the run, the pinned revision and the versions it saw), and the ``seal_hub`` package
+itself (its Python files and data), so the Space runs exactly the code that deployed it. One commit per deploy;
+a second deploy updates the same Space.
+
+Design choice: the Space reads the run from the Hub at the pinned tag, so later iterations published to the run
+do not change what a deployed Space shows until it is deployed again. A run that exists only in the local
+registry is refused with the command that copies it to the Hub.
+
+Not covered: Space hardware, secrets and private runs (set them on the Hub).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from seal_hub.hub.registry import HubError, Ref
+from seal_hub.replay.episodes import ReplayError
+
+SPACE_FILES = ("app.py", "requirements.txt")
+PACKAGE_DATA = ("*.py", "*.json")
+
+
+def space_template() -> Path:
+    """The folder holding the Space's app.py, README.md and requirements.txt (spaces/replay in a checkout)."""
+    import seal_hub
+
+    folder = Path(seal_hub.__file__).resolve().parents[1] / "spaces" / "replay"
+    if not (folder / "app.py").is_file():
+        raise ReplayError(f"no spaces/replay/app.py beside the seal_hub package ({folder}); run from a checkout")
+    return folder
+
+
+@dataclass(frozen=True)
+class RunPins:
+    """What a deployed Space shows: the run, its trajectories pinned at a tag/commit, the versions it knew."""
+
+    run: str
+    revision: str
+    commit: str
+    environment_versions: tuple[str, ...]
+    adapter_versions: tuple[str, ...]
+
+    def config(self) -> dict[str, Any]:
+        return {
+            "run": f"hf://{self.run}",
+            "revision": self.revision,
+            "commit": self.commit,
+            "environment_versions": list(self.environment_versions),
+            "adapter_versions": list(self.adapter_versions),
+        }
+
+
+def pin_run(run: str) -> RunPins:
+    """The latest trajectories version of `run` on the Hub, and the environment and adapter versions there."""
+    from seal_hub.hub import HubRegistry, RunRepos
+
+    ref = Ref.parse(run)
+    if ref.backend == "local":
+        raise ReplayError(
+            f"run {run!r} is in the local registry; a Space reads the Hub: copy it first with "
+            f"`seal-hub hub sync local://{ref.repo_id.split('/')[0]} hf://{ref.repo_id.split('/')[0]}`"
+        )
+    repos = RunRepos.of(ref.repo_id)
+    registry = HubRegistry()
+    if not registry.repo_exists(repos.trajectories, "dataset"):
+        raise ReplayError(f"run {ref.repo_id!r}: no {repos.trajectories} on the Hub; publish the run there first")
+    versions = registry.versions(repos.trajectories, "dataset")
+    if ref.revision:
+        chosen = next((v for v in versions if v.tag == ref.revision), None)
+        if chosen is None:
+            have = ", ".join(v.tag for v in versions) or "none"
+            raise ReplayError(f"run {ref.repo_id!r}: no version {ref.revision!r} (versions: {have})")
+    elif versions:
+        chosen = versions[-1]
+    else:
+        raise ReplayError(f"run {ref.repo_id!r}: {repos.trajectories} has no published version")
+
+    def tags(repo_id: str, kind: str) -> tuple[str, ...]:
+        exists = registry.repo_exists(repo_id, kind)  # type: ignore[arg-type]
+        return tuple(v.tag for v in registry.versions(repo_id, kind)) if exists else ()  # type: ignore[arg-type]
+
+    return RunPins(
+        ref.repo_id, chosen.tag, chosen.commit, tags(repos.environment, "dataset"), tags(repos.adapter, "model")
+    )
+
+
+def space_readme(template: str, pins: RunPins) -> str:
+    """The template README with the run's repositories in the front matter and the pin in its text."""
+    _, front, body = template.split("---", 2)
+    metadata = yaml.safe_load(front)
+    metadata["datasets"] = [f"{pins.run}-trajectories", f"{pins.run}-env"]
+    metadata["models"] = [f"{pins.run}-adapter"] if pins.adapter_versions else []
+    header = yaml.safe_dump(metadata, sort_keys=False, allow_unicode=True)
+    pinned = (
+        f"\nThis Space shows **{pins.run}** at `{pins.revision}` (commit `{pins.commit[:12]}`); environment versions "
+        f"{', '.join(pins.environment_versions) or 'none'}.\n"
+    )
+    return f"---\n{header}---{body.rstrip()}\n{pinned}"
+
+
+def stage_space(pins: RunPins, folder: Path) -> Path:
+    """Write the Space's files for `pins` into `folder`."""
+    import seal_hub
+
+    template = space_template()
+    for name in SPACE_FILES:
+        shutil.copy2(template / name, folder / name)
+    readme = space_readme((template / "README.md").read_text(encoding="utf-8"), pins)
+    (folder / "README.md").write_text(readme, encoding="utf-8")
+    (folder / "replay.json").write_text(json.dumps(pins.config(), indent=2) + "\n", encoding="utf-8")
+    package = Path(seal_hub.__file__).resolve().parent
+    for pattern in PACKAGE_DATA:
+        for path in package.rglob(pattern):
+            if "__pycache__" in path.parts:
+                continue
+            target = folder / "seal_hub" / path.relative_to(package)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(path, target)
+    return folder
+
+
+def deploy_space(target: str, run: str) -> tuple[str, RunPins]:
+    """Create or update the Space `target` (``hf://NS/NAME``) for `run`; returns the Space's URL and the pins."""
+    from huggingface_hub import HfApi, constants
+    from huggingface_hub.errors import HfHubHTTPError
+
+    if target.startswith("local://"):
+        raise ReplayError(f"{target}: a Space lives on the Hub; give hf://NS/NAME")
+    repo_id = target.removeprefix("hf://").removeprefix("spaces/")
+    try:
+        Ref(repo_id)
+    except HubError as exc:
+        raise ReplayError(f"Space {target!r}: {exc}") from None
+    pins = pin_run(run)
+    folder = Path(tempfile.mkdtemp(prefix="seal_hub-space-"))
+    try:
+        stage_space(pins, folder)
+        api = HfApi(endpoint=(os.environ.get("HF_ENDPOINT") or constants.ENDPOINT).rstrip("/"))
+        try:
+            url = api.create_repo(repo_id, repo_type="space", space_sdk="gradio", exist_ok=True)
+            api.upload_folder(
+                folder_path=str(folder),
+                repo_id=repo_id,
+                repo_type="space",
+                commit_message=f"replay {pins.run} at {pins.revision}",
+            )
+        except HfHubHTTPError as exc:
+            raise ReplayError(f"Space {repo_id}: the Hub refused the deploy: {str(exc).splitlines()[0]}") from None
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    return str(url), pins

@@ -1,0 +1,121 @@
+"""The replay Space in a real browser: Debian's chromium driven by Playwright opens deep links, steps through a
+replay, plays it, opens the side-by-side view, and reads the text a person reads. Screenshots (PNG) go to
+$SEAL_HUB_SCREENSHOTS (else the test's temporary folder) for review.
+
+Skips, saying why, only when no chromium executable is installed (`apt-get install -y chromium`)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from replay_data import replay_world
+from test_replay_space import APP, free_port, load_app
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+pytestmark = pytest.mark.skipif(
+    CHROMIUM is None, reason="no chromium executable on PATH: install Debian's with `apt-get install -y chromium`"
+)
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory, suite):
+    with pytest.MonkeyPatch.context() as patch:
+        world = replay_world(tmp_path_factory.mktemp("browser"), suite, patch)
+        patch.setenv("SEAL_REPLAY_RUN", "alice/demo")
+        app = load_app(APP, "seal_replay_app_in_browser")
+        app.VIEWER._suite = suite
+        port = free_port()
+        app.demo.launch(prevent_thread_lock=True, ssr_mode=False, quiet=True, server_port=port, css=app.CSS)
+        try:
+            yield {"url": f"http://127.0.0.1:{port}/", **world}
+        finally:
+            app.demo.close()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        try:
+            yield launched
+        finally:
+            launched.close()
+
+
+@pytest.fixture
+def shots(tmp_path) -> Path:
+    folder = Path(os.environ.get("SEAL_HUB_SCREENSHOTS") or tmp_path)
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def open_page(browser, url: str):
+    page = browser.new_page(viewport={"width": 1500, "height": 1100})
+    page.goto(url, wait_until="load")
+    return page
+
+
+def position(page) -> str:
+    return page.locator("text=/^step \\d+ of \\d+/").first.inner_text(timeout=30_000)
+
+
+def test_a_deep_link_opens_a_turn_and_the_replay_steps_and_plays(site, browser, shots):
+    url = site["url"] + "?run=alice/demo&iter=iter-0&task=multi_turn_base_1&rollout=0&turn=2"
+    page = open_page(browser, url)
+    try:
+        page.get_by_text("step 3 of 6 · turn 2 of 4").wait_for(timeout=60_000)
+        summary = page.get_by_text("multi_turn_base_1 (rollout 0, base)").first.inner_text()
+        assert "❌ failed" in summary and "interface v0" in summary
+        chat = page.locator("[aria-label='chatbot conversation']").first
+        chat_text = chat.inner_text()
+        assert "Turn 2 · ❌ failed · missing_tool_call" in chat_text and "Turn 3" not in chat_text
+        assert "ls(a=true)" in chat_text and "workspace" in chat_text  # turn 1's call and its result, open
+        shown = page.get_by_text("Interface v0 (null: BFCL's original protocol)").first
+        assert shown.is_visible()
+        page.screenshot(path=str(shots / "replay_turn2.png"), full_page=True)
+        page.get_by_role("button", name="Forward ▶").click()
+        page.get_by_text("step 4 of 6 · turn 3 of 4").wait_for(timeout=30_000)
+        assert "I am not sure how to do that." in chat.inner_text()
+        page.get_by_role("button", name="◀ Back").click()
+        page.get_by_text("step 3 of 6 · turn 2 of 4").wait_for(timeout=30_000)
+        page.get_by_role("button", name="▶ Play").click()
+        page.get_by_text("step 6 of 6 · turn 4 of 4").wait_for(timeout=60_000)
+        page.get_by_role("button", name="▶ Play").wait_for(timeout=30_000)  # it stopped itself at the end
+        assert "Turn 4 · ❌ failed · missing_tool_call" in chat.inner_text()
+        page.screenshot(path=str(shots / "replay_end.png"), full_page=True)
+    finally:
+        page.close()
+
+
+def test_a_deep_link_opens_the_side_by_side_view(site, browser, shots):
+    url = site["url"] + "?run=alice/demo&iter=iter-0&task=multi_turn_base_1&b_iter=iter-1"
+    page = open_page(browser, url)
+    try:
+        page.get_by_text("A: alice/demo iter-0 (v0)").first.wait_for(timeout=60_000)
+        table = page.locator("table").filter(has_text="agree").first
+        rows = table.locator("tbody tr")
+        assert rows.count() == 4
+        second = rows.nth(1).inner_text()
+        assert "missing_tool_call" in second and "pass" in second and "differ" in second
+        assert 'cd(folder="workspace")' in second
+        assert page.get_by_text("schema_cues.enabled: off -> on").first.is_visible()
+        assert page.locator(".seal-diff table.diff").count() == 1
+        page.screenshot(path=str(shots / "side_by_side.png"), full_page=True)
+    finally:
+        page.close()
+
+
+def test_a_bad_deep_link_shows_a_message_not_a_traceback(site, browser, shots):
+    page = open_page(browser, site["url"] + "?run=alice/ghost")
+    try:
+        message = page.get_by_text("run 'alice/ghost': no repository alice/ghost-trajectories")
+        message.first.wait_for(timeout=60_000)
+        assert "Traceback" not in page.locator("body").inner_text()
+        page.screenshot(path=str(shots / "bad_link.png"))
+    finally:
+        page.close()
