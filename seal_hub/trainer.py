@@ -17,7 +17,8 @@ group-normalised advantages by w_j (sign kept). Switches for the paper's ablatio
 
 Not covered: vLLM generation inside the trainer (on GPUs, TRL's own vLLM integration plus the rollout
 engine's `VLLMBackend`; see the paper config). Publishing: with `publish`, every checkpointed iteration's
-three artifacts go to the registry (`seal_hub.hub`), catching up on any a crash left unpublished.
+three artifacts go to the registry (`seal_hub.hub`), catching up on any a crash left unpublished; their cards
+name the published sources the run recorded in ``sources.json`` (`seal_hub.hub.sources.run_sources`).
 """
 
 from __future__ import annotations
@@ -272,8 +273,10 @@ class SealTrainer(GRPOTrainer):
         if self.publish is None or not self.accelerator.is_main_process:
             return []
         from seal_hub.hub import iteration_tag, publish_interface, publish_iteration
+        from seal_hub.hub.sources import RunSources
 
         registry, repos = self.publish.registry(), self.publish.repos
+        sources = RunSources.read(self.args.output_dir).all()  # what the run started from, named on every card
         done = (
             {v.tag for v in registry.versions(repos.adapter, "model")}
             if registry.repo_exists(repos.adapter, "model")
@@ -287,7 +290,7 @@ class SealTrainer(GRPOTrainer):
                 continue
             snapshot = self.store.get(metrics["interface_version"])
             for ancestor in self._lineage(snapshot)[:-1]:
-                publish_interface(repos.environment, ancestor, registry=registry)
+                publish_interface(repos.environment, ancestor, registry=registry, sources=sources)
             folder = iteration_dir(self.args.output_dir, step)
             with tempfile.TemporaryDirectory() as adapter:
                 for name in ADAPTER_FILES:
@@ -302,6 +305,7 @@ class SealTrainer(GRPOTrainer):
                     adapter_dir=adapter,
                     base_model=self.publish.base_model,
                     registry=registry,
+                    sources=sources,
                 )
             published.append(step)
         return published

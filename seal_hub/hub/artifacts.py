@@ -145,6 +145,7 @@ def publish_trajectories(
     *,
     links: Sequence[Link] = (),
     registry: Registry | None = None,
+    sources: Sequence[Any] = (),
 ) -> Version:
     """Add iteration `iteration`'s rollouts (`Trajectory` records) and diagnosis rows (`diagnosis_rows`)."""
     from datasets import Dataset
@@ -181,6 +182,7 @@ def publish_trajectories(
             mean_reward=mean_reward,
             links=links,
             iteration=iteration,
+            derived_from=sources,
         )
         _write(folder, "README.md", card)
         _write(folder, ".gitattributes", GITATTRIBUTES)
@@ -191,9 +193,16 @@ def publish_trajectories(
 
 
 def publish_interface(
-    repo_id: str, snapshot: Any, *, links: Sequence[Link] = (), registry: Registry | None = None
+    repo_id: str,
+    snapshot: Any,
+    *,
+    links: Sequence[Link] = (),
+    registry: Registry | None = None,
+    sources: Sequence[Any] = (),
 ) -> Version:
-    """Publish an `InterfaceSnapshot` as version `snapshot.version`; its parent must already be in the repo."""
+    """Publish an `InterfaceSnapshot` as version `snapshot.version`; its parent must already be in the repo.
+
+    `sources` (`seal_hub.hub.sources.Source` records) name the published artifacts the run started from."""
     from seal_hub.interface import diff, load_snapshot
 
     registry = registry or get_registry()
@@ -222,7 +231,7 @@ def publish_interface(
     folder = _staging()
     try:
         snapshot.save(folder / INTERFACE_FILE)
-        card = environment_card(snapshot, repo_id, changes=changes, lineage=lineage, links=links)
+        card = environment_card(snapshot, repo_id, changes=changes, lineage=lineage, links=links, derived_from=sources)
         _write(folder, "README.md", card)
         _write(folder, ".gitattributes", GITATTRIBUTES)
         parent = snapshot.parent or "none"
@@ -254,6 +263,7 @@ def publish_adapter(
     links: Sequence[Link] = (),
     results: Sequence[EvalScore] = (),
     registry: Registry | None = None,
+    sources: Sequence[Any] = (),
 ) -> Version:
     """Publish a PEFT adapter folder (``save_pretrained`` output) as version ``iter-<iteration>``."""
     adapter_dir = Path(adapter_dir)
@@ -284,6 +294,7 @@ def publish_adapter(
             iteration=iteration,
             results=results,
             base_weights=base_weights,
+            derived_from=sources,
         )
         _write(folder, "README.md", card)
         _write(folder, ".gitattributes", GITATTRIBUTES)
@@ -306,8 +317,11 @@ def publish_iteration(
     base_model: str | None = None,
     results: Sequence[EvalScore] = (),
     registry: Registry | None = None,
+    sources: Sequence[Any] = (),
 ) -> dict[str, Version]:
-    """Publish one iteration: the interface it trained against, its rollouts, its adapter; cards cross-linked."""
+    """Publish one iteration: the interface it trained against, its rollouts, its adapter; cards cross-linked.
+
+    `sources`: the published artifacts the run started from (`seal_hub.hub.sources.Source`), named on every card."""
     registry = registry or get_registry()
     links = repos.links(iteration, snapshot.version)
 
@@ -315,9 +329,17 @@ def publish_iteration(
         return [link for name, link in links.items() if name != role]
 
     return {
-        "environment": publish_interface(repos.environment, snapshot, links=others("environment"), registry=registry),
+        "environment": publish_interface(
+            repos.environment, snapshot, links=others("environment"), registry=registry, sources=sources
+        ),
         "trajectories": publish_trajectories(
-            repos.trajectories, iteration, trajectories, diagnoses, links=others("trajectories"), registry=registry
+            repos.trajectories,
+            iteration,
+            trajectories,
+            diagnoses,
+            links=others("trajectories"),
+            registry=registry,
+            sources=sources,
         ),
         "adapter": publish_adapter(
             repos.adapter,
@@ -327,5 +349,6 @@ def publish_iteration(
             links=others("adapter"),
             results=results,
             registry=registry,
+            sources=sources,
         ),
     }
