@@ -179,6 +179,7 @@ def _describe_snapshot(snapshot) -> list[str]:
     lines = [
         f"interface {s.version}  parent {s.parent or 'none'}  suite {s.suite}  train-only {train_only}",
         f"content hash {s.content_hash}",
+        *([f"derived from {s.origin.describe()}, its version {s.origin.version}"] if s.origin else []),
         f"created {s.created_at}",
         f"schema cues: {on[cues.enabled]} ({settings})",
         *([f"  note: {cues.note}"] if cues.note else []),

@@ -169,6 +169,40 @@ def test_missing_references_fail_at_once_naming_what_exists(local, models):
     assert "\n" not in message and str(models["base"].resolve()) in message and str(models["other"]) in message
 
 
+def test_a_derived_snapshot_renders_as_its_source_and_names_its_origin(local, suite, tmp_path, capsys):
+    import hashlib
+    from dataclasses import replace
+
+    from hub_artifacts import PROFILE
+
+    from seal_hub.evolve import evolve
+    from seal_hub.hub import Resolved
+    from seal_hub.interface import diff, load_snapshot
+
+    resolved = resolve_reference(f"{SRC_ENV}@v1", "environment")
+    source, derived = resolved.value, derive_interface(resolved)
+    assert (derived.version, derived.parent, derived.origin.parent) == ("v1", None, "v0")
+    assert derived.origin.commit == commit_of(local, SRC_ENV, "dataset", "v1")
+    assert derived.origin.content_hash == source.content_hash != derived.content_hash
+    tools = suite.episode(TASK).reset().tools
+    assert derived.render_tools(tools) == source.render_tools(tools) != list(tools)
+    assert derived.system_prompt() == source.system_prompt() and derived.recovery_feedback == source.recovery_feedback
+    # a snapshot without an origin hashes exactly as before the field existed
+    content = source.model_dump(mode="json", exclude={"created_at", "content_hash", "origin"})
+    canonical = json.dumps(content, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    assert source.content_hash == hashlib.sha256(canonical.encode()).hexdigest()
+    path = derived.save(tmp_path / "v1.json")
+    assert load_snapshot(path) == derived
+    assert f"~ origin: none -> {SRC_ENV}@v1 (commit {derived.origin.commit})" in diff(source, derived)
+    assert main(["interface", "show", str(path)]) == 0
+    assert f"derived from {SRC_ENV}@v1 (commit {derived.origin.commit}), its version v1" in capsys.readouterr().out
+    child = evolve(derived, PROFILE, rho={label: 1.25 for label in derived.rho})
+    assert (child.version, child.parent, child.origin) == ("v2", "v1", None)
+    renamed = source.model_validate(source.model_dump() | {"version": "exp-a", "content_hash": ""})
+    with pytest.raises(ValueError, match="numbers its versions 'v<number>'"):
+        derive_interface(Resolved(renamed, replace(resolved.source, revision="exp-a"), resolved.folder))
+
+
 def test_cli_rollout_takes_a_published_interface_and_adapter(local, models, tmp_path, capsys):
     out = tmp_path / "rollout"
     argv = ["rollout", "--split", "train", "--limit", "1", "--max-new-tokens", "8", "--no-progress", "--out", str(out)]

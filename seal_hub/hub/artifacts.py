@@ -13,9 +13,10 @@
   ``library_name: peft``, the seal/trl/grpo/tool-use tags, the dataset, the environment version and, when given,
   evaluation results as ``model-index``.
 
-`publish_iteration` publishes all three for one iteration with matching links. `PublishConfig` is the config
-dataclass a recipe parses. Every artifact is assembled in a temporary folder and pushed as one version by the
-registry (`seal_hub.hub.registry`), which makes the push atomic.
+`publish_iteration` publishes all three for one iteration with matching links; `sources` (a run's published
+starting points, `seal_hub.hub.sources.Source`) are named on every card as "derived from ref (commit ...)".
+`PublishConfig` is the config dataclass a recipe parses. Every artifact is assembled in a temporary folder and
+pushed as one version by the registry (`seal_hub.hub.registry`), which makes the push atomic.
 
 Not covered: loading (`seal_hub.hub.loading`), copying between registries (`seal_hub.hub.sync`), and deciding when
 to publish (the trainer).
