@@ -237,7 +237,8 @@ class InterfaceSnapshot(_Frozen):
         if self.compute_hash() != self.content_hash:
             raise InterfaceError(f"snapshot {self.version}: content changed after it was made; not saving it")
         path = Path(path)
-        text = self.model_dump_json(indent=2) + "\n"
+        unset = {"origin"} if self.origin is None else set()  # files without an origin read as before it existed
+        text = self.model_dump_json(indent=2, exclude=unset) + "\n"
         fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as handle:
