@@ -156,7 +156,13 @@ def load_environment(ref: str | Ref | InterfaceSnapshot | None = None, **options
     `ref`: a published environment version (``"alice/run1-env@v3"``, ``local://`` or ``hf://`` to choose the
     registry; resolved once to a commit, kept as `env.source`), a snapshot JSON file, an `InterfaceSnapshot`, or
     None for BFCL's original protocol. `options` go to `Environment` (``parser_style``, ``split``, ``split_file``,
-    ``episode``, ``training``, ``suite``).
+    ``episode``, ``training``, ``suite``). A complete episode:
+
+        env = seal_hub.load_environment("alice/run1-env@v3")
+        obs = env.reset("multi_turn_base_0")
+        while not obs.done:
+            obs = env.step(policy(obs.messages, obs.tools))  # your model: chat messages + tools -> reply text
+        print(obs.reward, env.verdict)
     """
     if ref is None or isinstance(ref, InterfaceSnapshot):
         return Environment(ref, **options)

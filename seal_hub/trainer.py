@@ -146,7 +146,7 @@ class SealTrainer(GRPOTrainer):
         self.backend_factory = backend_factory or self._default_backend
         self.interface = interface or InterfaceSnapshot.null(suite.name)
         self.evolve_config = EvolveConfig(closed_loop_rho=args.closed_loop, rho_beta=args.rho_beta)
-        self.window = RhoWindow(self.evolve_config)
+        self.window = RhoWindow(self.evolve_config, rho=dict(self.interface.rho))  # a published start's rho
         self.window_epoch = 0
         self.store = SnapshotStore(Path(args.output_dir) / "interfaces")
         self._weights: list[float] | None = None

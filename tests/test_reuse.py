@@ -17,6 +17,7 @@ from test_recipes import CONFIGS, parse, recipe_module
 
 import seal_hub
 from seal_hub.cli import main
+from seal_hub.diagnosis import DEFAULT_RHO
 from seal_hub.envs.protocol import ToolCall
 from seal_hub.hub import (
     HubError,
@@ -43,8 +44,9 @@ SRC_ENV, SRC_ADAPTER = "alice/src-env", "alice/src-adapter"
 
 
 def publish_sources(registry, base: Path, root: Path) -> None:
-    """alice's run: interface v0 (null) and v1 (schema cues, hints, guidelines), and a LoRA adapter iter-1."""
-    for snapshot in snapshots()[:2]:
+    """alice's run: interface v0 (null), v1 (schema cues, hints, guidelines), v2 (v1 with another rho), and a
+    LoRA adapter iter-1."""
+    for snapshot in snapshots():
         publish_interface(SRC_ENV, snapshot, registry=registry)
     publish_adapter(
         SRC_ADAPTER, 1, adapter(base, root / "src-adapter", seed=3), base_model=str(base), registry=registry
@@ -143,8 +145,11 @@ def test_the_recipe_trains_one_step_from_a_published_interface_and_adapter(local
 
 def test_a_relaunch_reuses_the_recorded_commit_and_refuses_another_source(local, tmp_path):
     first, environment, _ = run_sources(tmp_path / "run", interface=f"{SRC_ENV}@main")
-    assert first.environment.commit == commit_of(local, SRC_ENV, "dataset", "v1")
-    publish_interface(SRC_ENV, snapshots()[2], registry=local)  # main moves on to v2
+    assert first.environment.commit == commit_of(local, SRC_ENV, "dataset", "v2")
+    v2 = snapshots()[2]
+    changed = {"version": "v3", "parent": "v2", "train_only": False, "content_hash": ""}
+    v3 = v2.model_validate(v2.model_dump() | changed)
+    publish_interface(SRC_ENV, v3, registry=local)  # main moves on to v3
     again, environment_again, _ = run_sources(tmp_path / "run", interface=f"{SRC_ENV}@main")
     assert again == first and environment_again.value.content_hash == environment.value.content_hash
     with pytest.raises(ValueError, match=rf"started from {SRC_ENV}@main \(commit {first.environment.commit}\)"):
@@ -155,9 +160,9 @@ def test_a_relaunch_reuses_the_recorded_commit_and_refuses_another_source(local,
 
 
 def test_missing_references_fail_at_once_naming_what_exists(local, models):
-    with pytest.raises(RevisionNotFoundError, match=r"'v7'.*versions: v0, v1"):
+    with pytest.raises(RevisionNotFoundError, match=r"'v7'.*versions: v0, v1, v2"):
         resolve_reference(f"{SRC_ENV}@v7", "environment")
-    with pytest.raises(RepoNotFoundError, match=r"alice/src-env \(v0, v1\)"):
+    with pytest.raises(RepoNotFoundError, match=r"alice/src-env \(v0, v1, v2\)"):
         resolve_reference("alice/no-such-env@v1", "environment")
     with pytest.raises(HubError, match="an adapter lives in a model repository, not a dataset one"):
         resolve_reference(f"datasets/{SRC_ENV}@v1", "adapter")
@@ -218,7 +223,7 @@ def test_cli_rollout_takes_a_published_interface_and_adapter(local, models, tmp_
     assert RunSources.read(out).adapter.commit == adapter_commit
     assert main([*argv, "--interface", f"{SRC_ENV}@v9"]) == 2
     error = capsys.readouterr().err
-    assert error.count("\n") == 1 and "versions: v0, v1" in error
+    assert error.count("\n") == 1 and "versions: v0, v1, v2" in error
     assert main([*argv, "--adapter", f"{SRC_ADAPTER}@iter-1", "--model", str(models["other"])]) == 2
     assert "was trained on base model" in capsys.readouterr().err
 
@@ -274,9 +279,9 @@ def test_training_evolves_from_a_hub_version_and_load_environment_renders_the_sa
         publish_sources(hub, models["base"], tmp_path)
         out = tmp_path / "run"
         sources, environment, published = run_sources(
-            out, interface=f"hf://{SRC_ENV}@v1", adapter=f"hf://{SRC_ADAPTER}@iter-1"
+            out, interface=f"hf://{SRC_ENV}@v2", adapter=f"hf://{SRC_ADAPTER}@iter-1"
         )
-        assert sources.environment.commit == double.resolve(double.repo("dataset", SRC_ENV), "v1").oid
+        assert sources.environment.commit == double.resolve(double.repo("dataset", SRC_ENV), "v2").oid
         check_base_model(published, str(models["base"]))
         model, tokenizer = load_policy(PolicyConfig(model_name_or_path=str(models["base"])))
         model = attach_adapter(model, published, trainable=True)
@@ -307,22 +312,23 @@ def test_training_evolves_from_a_hub_version_and_load_environment_renders_the_sa
             backend_factory=bad_call_then_ground_truth(suite),
             publish=PublishConfig(run="bob/evolved", backend="hub", base_model=str(models["base"])),
         )
+        assert trainer.window.rho == environment.value.rho != DEFAULT_RHO  # the loop continues from the source's rho
         trainer.train()
 
-        # numbering continues from the source: v1 (re-rooted, origin recorded) -> v2 (this run's evolution)
-        assert trainer.store.versions() == ["v1", "v2"] and trainer.store.get("v2").parent == "v1"
-        assert trainer.store.get("v1").origin.commit == sources.environment.commit
-        assert [v.tag for v in hub.versions("bob/evolved-env", "dataset")] == ["v1"]  # iteration 1 trained on v1
-        env_card = double.files_at("dataset", "bob/evolved-env", "v1")["README.md"].decode()
-        assert f"lineage: {sources.environment.describe()} ⇒ v1" in env_card
+        # numbering continues from the source: v2 (re-rooted, origin recorded) -> v3 (this run's evolution)
+        assert trainer.store.versions() == ["v2", "v3"] and trainer.store.get("v3").parent == "v2"
+        assert trainer.store.get("v2").origin.commit == sources.environment.commit
+        assert [v.tag for v in hub.versions("bob/evolved-env", "dataset")] == ["v2"]  # iteration 1 trained on v2
+        env_card = double.files_at("dataset", "bob/evolved-env", "v2")["README.md"].decode()
+        assert f"lineage: {sources.environment.describe()} ⇒ v2" in env_card
         assert f"derived from {SRC_ADAPTER}@iter-1 (commit {sources.adapter.commit})" in env_card
         adapter_card = double.files_at("model", "bob/evolved-adapter", "iter-1")["README.md"].decode()
         assert sources.adapter.url in adapter_card and sources.environment.url in adapter_card
 
         # the published version renders exactly what the trainer rendered: same prompt tokens, same messages
         (trained, *_) = read_trajectories(out / "iterations" / "step_000001" / "trajectories.parquet")
-        assert trained.rollout_index == 0 and trained.interface_version == "v1"
-        for ref in ("hf://bob/evolved-env@v1", f"hf://{SRC_ENV}@v1"):
+        assert trained.rollout_index == 0 and trained.interface_version == "v2"
+        for ref in ("hf://bob/evolved-env@v2", f"hf://{SRC_ENV}@v2"):
             env = seal_hub.load_environment(ref)
             obs = env.reset(TASK)
             text = tokenizer.apply_chat_template(
