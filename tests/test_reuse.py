@@ -78,15 +78,14 @@ def card(registry, repo_id: str, repo_type: str, revision: str) -> str:
     return (registry.download(Ref(repo_id, repo_type, revision)) / "README.md").read_text(encoding="utf-8")
 
 
-def test_the_recipe_trains_one_step_from_a_published_interface_and_adapter(local, models, tmp_path, monkeypatch):
-    out = tmp_path / "run"
-    flags = [
+def recipe_flags(base: Path, out: Path, max_steps: int = 1) -> list[str]:
+    return [
         "--model_name_or_path",
-        str(models["base"]),
+        str(base),
         "--output_dir",
         str(out),
         "--max_steps",
-        "1",
+        str(max_steps),
         "--num_train_tasks",
         "1",
         "--max_new_tokens",
@@ -104,7 +103,11 @@ def test_the_recipe_trains_one_step_from_a_published_interface_and_adapter(local
         "--publish_backend",
         "local",
     ]
-    script, training, model_args = parse(CONFIGS[0], *flags, monkeypatch=monkeypatch)
+
+
+def test_the_recipe_trains_one_step_from_a_published_interface_and_adapter(local, models, tmp_path, monkeypatch):
+    out = tmp_path / "run"
+    script, training, model_args = parse(CONFIGS[0], *recipe_flags(models["base"], out), monkeypatch=monkeypatch)
     assert CONFIGS[0].name == "demo_cpu.yaml" and model_args.lora_r == 8  # the adapter's own r=4 must win
     recipe_module().main(script, training, model_args)
 
@@ -141,6 +144,26 @@ def test_the_recipe_trains_one_step_from_a_published_interface_and_adapter(local
     assert trained.keys() == source.keys()
     assert all(torch.allclose(trained[n], source[n], atol=1e-3) for n in source)  # not a fresh LoRA (B = 0)
     assert any(n.endswith("lora_B.default.weight") and source[n].abs().max() > 0.1 for n in source)
+
+
+@pytest.mark.slow
+def test_a_relaunched_recipe_resumes_on_the_recorded_sources(local, models, tmp_path, monkeypatch):
+    out = tmp_path / "run"
+    recipe = recipe_module()
+    recipe.main(*parse(CONFIGS[0], *recipe_flags(models["base"], out), monkeypatch=monkeypatch))
+    recorded = (out / "sources.json").read_text()
+    recipe.main(*parse(CONFIGS[0], *recipe_flags(models["base"], out, max_steps=2), monkeypatch=monkeypatch))
+    assert (out / "sources.json").read_text() == recorded
+    assert [v.tag for v in local.versions("bob/derived-adapter", "model")] == ["iter-1", "iter-2"]
+    assert (
+        json.loads(
+            (local.download(Ref("bob/derived-adapter", "model", "iter-2")) / "adapter_config.json").read_text()
+        )["r"]
+        == 4
+    )
+    other = [f"{SRC_ENV}@v0" if flag == f"{SRC_ENV}@v1" else flag for flag in recipe_flags(models["base"], out, 3)]
+    with pytest.raises(ValueError, match=rf"started from {SRC_ENV}@v1 \(commit"):
+        recipe.main(*parse(CONFIGS[0], *other, monkeypatch=monkeypatch))
 
 
 def test_a_relaunch_reuses_the_recorded_commit_and_refuses_another_source(local, tmp_path):
