@@ -37,8 +37,9 @@ from transformers.trainer_utils import get_last_checkpoint
 from trl import TrlParser
 
 from seal_hub.envs.bfcl import BfclSuite, load_split, stratified_split
-from seal_hub.hub import PublishConfig
-from seal_hub.hub.sources import attach_adapter, check_base_model, derive_interface, run_sources
+from seal_hub.hub import HubError, PublishConfig
+from seal_hub.hub.sources import SourceError, attach_adapter, check_base_model, derive_interface, run_sources
+from seal_hub.interface import InterfaceError
 from seal_hub.models import PolicyConfig, load_policy, lora_config
 from seal_hub.run_records import read_metrics
 from seal_hub.trainer import SealConfig, SealTrainer
@@ -211,4 +212,8 @@ if __name__ == "__main__":
     if "--config" not in sys.argv and not any(a.startswith("--config=") for a in sys.argv):
         sys.argv[1:1] = ["--config", str(DEFAULT_CONFIG)]
     parser = TrlParser((SealScriptArguments, SealConfig, PolicyConfig))
-    main(*parser.parse_args_and_config())
+    try:
+        main(*parser.parse_args_and_config())
+    except (HubError, SourceError, InterfaceError) as exc:  # a reference or source to fix: one line, no traceback
+        print(f"seal.py: error: {exc}", file=sys.stderr)
+        sys.exit(2)

@@ -166,6 +166,26 @@ def test_a_relaunched_recipe_resumes_on_the_recorded_sources(local, models, tmp_
         recipe.main(*parse(CONFIGS[0], *other, monkeypatch=monkeypatch))
 
 
+def test_the_recipe_refuses_a_missing_version_in_one_line_before_loading_anything(local, models, tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    flags = [f"{SRC_ENV}@v9" if flag == f"{SRC_ENV}@v1" else flag for flag in recipe_flags(models["base"], tmp_path)]
+    env = os.environ | {"TRL_EXPERIMENTAL_SILENCE": "1"}
+    done = subprocess.run(
+        [sys.executable, str(Path(recipe_module().__file__)), *flags],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert done.returncode == 2, done.stderr[-2000:]
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("seal.py: error: ") and "versions: v0, v1, v2" in last and "Traceback" not in done.stderr
+    assert not (tmp_path / "sources.json").exists()
+
+
 def test_a_relaunch_reuses_the_recorded_commit_and_refuses_another_source(local, tmp_path):
     first, environment, _ = run_sources(tmp_path / "run", interface=f"{SRC_ENV}@main")
     assert first.environment.commit == commit_of(local, SRC_ENV, "dataset", "v2")

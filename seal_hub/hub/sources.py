@@ -57,6 +57,10 @@ HUB_URL = "https://huggingface.co"
 T = TypeVar("T")
 
 
+class SourceError(ValueError):
+    """A source the user can fix: an adapter of another base model, a relaunch naming another reference."""
+
+
 @dataclass(frozen=True)
 class Source:
     """One resolved reference: which repository, the revision as asked, and the commit it named then."""
@@ -185,7 +189,7 @@ def derive_interface(resolved: Resolved[InterfaceSnapshot]) -> InterfaceSnapshot
 
     snapshot, source = resolved.value, resolved.source
     if not re.fullmatch(r"v\d+", snapshot.version):
-        raise ValueError(
+        raise SourceError(
             f"{source.describe()} holds interface version {snapshot.version!r}; a SEAL run numbers its versions "
             "'v<number>' and continues from the source's: pick a 'v<number>' version"
         )
@@ -227,7 +231,7 @@ def check_base_model(adapter: Resolved[PublishedAdapter], model: str, revision: 
     if not same:
         theirs = want_id + (f"@{want_revision}" if want_revision else "")
         ours = have_id + (f"@{have_revision}" if have_revision else "")
-        raise ValueError(
+        raise SourceError(
             f"adapter {adapter.source.describe()} was trained on base model {theirs!r}, but the policy is {ours!r}: "
             f"load {theirs!r} (model_name_or_path) or choose an adapter of {ours!r}"
         )
@@ -241,7 +245,7 @@ def attach_adapter(model: Any, adapter: Resolved[PublishedAdapter], *, trainable
         peft_model: PeftModel = PeftModel.from_pretrained(model, str(adapter.folder), is_trainable=trainable)
     except (RuntimeError, ValueError, KeyError) as exc:  # shapes or modules that do not fit this base
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise ValueError(f"adapter {adapter.source.describe()} does not fit this base model: {first}") from None
+        raise SourceError(f"adapter {adapter.source.describe()} does not fit this base model: {first}") from None
     return peft_model.merge_and_unload() if merge else peft_model
 
 
@@ -278,7 +282,7 @@ class RunSources:
             data = json.loads(path.read_text(encoding="utf-8"))
             return cls(**{role: Source.from_dict(s) if s else None for role, s in data.items()})
         except (ValueError, TypeError, KeyError) as exc:
-            raise ValueError(
+            raise SourceError(
                 f"{path} is damaged ({type(exc).__name__}: {exc}); restore it or use a new output_dir"
             ) from None
 
@@ -310,14 +314,14 @@ def run_sources(
         kept: Source | None = getattr(recorded, role)
         if kept is not None:
             if given is not None and not _same(given, kept):
-                raise ValueError(
+                raise SourceError(
                     f"{flag} {given}: the run in {output_dir} started from {kept.describe()}; relaunch with "
                     f"{flag} {kept.ref}, or start a new run in another output_dir"
                 )
             opened[role] = open_source(kept)
         elif given is not None:
             if resuming:
-                raise ValueError(
+                raise SourceError(
                     f"{flag} {given}: the run in {output_dir} already has checkpoints and started without it; "
                     "drop the flag to resume, or start a new run in another output_dir"
                 )
