@@ -19,6 +19,11 @@ steps, M tasks of the test split are rolled out greedily on the null interface a
 `eval/success_rate`; `--report_to trackio` logs everything, SEAL's `seal/...` metrics included, to a local
 trackio project.
 
+Reuse what others published: `--interface ns/run-env@v3` trains against that environment version (fixed with
+`--env_adaptation false`, else evolving from it as v4, v5, ...), `--init_adapter ns/run-adapter@iter-3` starts
+the policy from that adapter (same base model). Both resolve once to a commit, recorded in
+`<output_dir>/sources.json` and named on every published card.
+
 Arguments: `SealScriptArguments` below, `seal_hub.trainer.SealConfig` (TRL's GRPOConfig plus SEAL's fields)
 and `seal_hub.models.PolicyConfig` (TRL's ModelConfig); YAML keys and flags are the field names.
 """
@@ -31,12 +36,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
+from accelerate import PartialState
 from peft import get_peft_model
 from trl import TrlParser
 
 from seal_hub.envs.bfcl import BfclSuite, resolve_split
 from seal_hub.held_out import held_out_tasks
-from seal_hub.hub import PublishConfig
+from seal_hub.hub import HubError, PublishConfig
+from seal_hub.hub.sources import SourceError, attach_adapter, check_base_model, derive_interface, run_sources
+from seal_hub.interface import InterfaceError
 from seal_hub.kill_points import kill_point
 from seal_hub.models import PolicyConfig, load_policy, lora_config
 from seal_hub.run_records import last_checkpoint, read_metrics
@@ -77,6 +85,20 @@ class SealScriptArguments:
         metadata={"help": "SFT steps on the training tasks' ground truth before SEAL (format teaching); 0: none."},
     )
     sft_learning_rate: float = field(default=1e-4, metadata={"help": "Learning rate of the SFT warm-up."})
+    interface: str | None = field(
+        default=None,
+        metadata={
+            "help": "Start from a published environment version ('ns/name-env@v3'; local:// or hf:// to choose): "
+            "fixed for the run with env_adaptation false, else evolved from there (v4, v5, ...)."
+        },
+    )
+    init_adapter: str | None = field(
+        default=None,
+        metadata={
+            "help": "Start the policy from a published LoRA adapter ('ns/name-adapter@iter-3'); its base model must "
+            "be model_name_or_path. Its own LoRA configuration is kept (merged into the weights when use_peft is off)."
+        },
+    )
     task_order: str = field(
         default="split",
         metadata={
@@ -126,9 +148,18 @@ def main(script_args: SealScriptArguments, training_args: SealConfig, model_args
     use_cpu_cores()
     suite = BfclSuite()
     tasks = training_tasks(suite, script_args)
+    with PartialState().main_process_first():  # resolved once, recorded in output_dir/sources.json; relaunch reuses
+        _, environment, adapter = run_sources(
+            training_args.output_dir, interface=script_args.interface, adapter=script_args.init_adapter
+        )
+    if adapter is not None:
+        check_base_model(adapter, model_args.model_name_or_path, model_args.model_revision)
     model, tokenizer = load_policy(model_args, trust_remote_code=training_args.trust_remote_code)
     last = last_checkpoint(training_args.output_dir)  # a relaunch resumes; an unfinished checkpoint is skipped
     peft_config = lora_config(model_args)
+    if adapter is not None:  # the policy starts from the published adapter, with its own LoRA configuration
+        model = attach_adapter(model, adapter, trainable=True, merge=not model_args.use_peft)
+        peft_config = None
     if script_args.sft_warmup_steps and last is None:  # a resumed run already has its warmed-up adapter
         model = get_peft_model(model, peft_config) if peft_config is not None else model
         peft_config = None
@@ -152,6 +183,7 @@ def main(script_args: SealScriptArguments, training_args: SealConfig, model_args
         tasks,
         tokenizer,
         peft_config=peft_config,
+        interface=derive_interface(environment) if environment is not None else None,
         policy_id=model_args.model_name_or_path,
         publish=PublishConfig(
             run=script_args.publish_run, backend=script_args.publish_backend, base_model=model_args.model_name_or_path
@@ -202,4 +234,8 @@ if __name__ == "__main__":
     if "--config" not in sys.argv and not any(a.startswith("--config=") for a in sys.argv):
         sys.argv[1:1] = ["--config", str(DEFAULT_CONFIG)]
     parser = TrlParser((SealScriptArguments, SealConfig, PolicyConfig))
-    main(*parser.parse_args_and_config())
+    try:
+        main(*parser.parse_args_and_config())
+    except (HubError, SourceError, InterfaceError) as exc:  # a reference or source to fix: one line, no traceback
+        print(f"seal.py: error: {exc}", file=sys.stderr)
+        sys.exit(2)

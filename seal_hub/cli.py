@@ -79,7 +79,14 @@ def _rollout(args: argparse.Namespace) -> int:
         if args.limit < 1:
             raise ValueError(f"--limit must be >= 1, got {args.limit}")
         tasks = tasks[: args.limit]
-    model, tokenizer, policy = _policy(args.model)
+    interface, adapter, model_name = _sources(args)
+    model, tokenizer, policy = _policy(model_name)
+    info = PolicyInfo(policy.model_name_or_path, policy.model_revision)
+    if adapter is not None:
+        from seal_hub.hub.sources import attach_adapter
+
+        model = attach_adapter(model, adapter)
+        info = PolicyInfo(adapter.source.ref, adapter.source.commit)
     config = RolloutConfig(
         num_generations=args.num_generations,
         max_live_episodes=args.batch_size,
@@ -89,8 +96,8 @@ def _rollout(args: argparse.Namespace) -> int:
     )
     eos = {tokenizer.convert_tokens_to_ids(tokenizer.eos_token)}
     backend = HFBackend(model, eos, tokenizer.pad_token_id or 0, seed=args.seed)
-    info = PolicyInfo(policy.model_name_or_path, policy.model_revision)
-    engine = RolloutEngine(backend, tokenizer, suite, config, info)
+    snapshot = interface.value if interface is not None else None
+    engine = RolloutEngine(backend, tokenizer, suite, config, info, snapshot)
     start = time.perf_counter()
     trajectories = engine.run(tasks, progress=not args.no_progress)
     seconds = time.perf_counter() - start
@@ -107,7 +114,28 @@ def _rollout(args: argparse.Namespace) -> int:
         f"({tokens / seconds:.1f} tokens/s over {seconds:.1f} s)"
     )
     print(f"KV cache: {backend.reused_tokens} prompt tokens reused, {backend.prefilled_tokens} prefilled")
+    for resolved in (interface, adapter):
+        if resolved is not None:
+            print(f"{resolved.source.role}: {resolved.source.describe()}")
     return 0
+
+
+def _sources(args: argparse.Namespace):
+    """--interface / --adapter resolved once to commits and recorded in --out/sources.json; the model to load
+    (--model, else the adapter's base, else the demo model), checked against the adapter's base."""
+    from seal_hub.hub.sources import RunSources, check_base_model, resolve_reference
+    from seal_hub.models import DEMO_MODEL_ID, cache_root
+
+    interface = resolve_reference(args.interface, "environment") if args.interface else None
+    adapter = resolve_reference(args.adapter, "adapter") if args.adapter else None
+    name = args.model or (adapter.value.base if adapter is not None else "demo")
+    if adapter is not None:
+        shorthand = {"demo": DEMO_MODEL_ID, "tiny": str(cache_root() / "tiny-policy")}
+        check_base_model(adapter, shorthand.get(name, name))
+    sources = RunSources(*(r.source if r is not None else None for r in (interface, adapter)))
+    if sources.all():
+        sources.write(args.out)
+    return interface, adapter, name
 
 
 def _diagnose(args: argparse.Namespace) -> int:
@@ -247,6 +275,7 @@ def _describe_snapshot(snapshot) -> list[str]:
     lines = [
         f"interface {s.version}  parent {s.parent or 'none'}  suite {s.suite}  train-only {train_only}",
         f"content hash {s.content_hash}",
+        *([f"derived from {s.origin.describe()}, its version {s.origin.version}"] if s.origin else []),
         f"created {s.created_at}",
         f"schema cues: {on[cues.enabled]} ({settings})",
         *([f"  note: {cues.note}"] if cues.note else []),
@@ -339,7 +368,9 @@ def build_parser() -> argparse.ArgumentParser:
     verify.set_defaults(handler=_verify_gt)
 
     rollout = commands.add_parser("rollout", help="roll a policy out on BFCL tasks and write trajectories")
-    rollout.add_argument("--model", default="demo", help="'tiny', 'demo' (SmolLM2-135M), a Hub id or a path")
+    rollout.add_argument(
+        "--model", default=None, help="'tiny', 'demo' (SmolLM2-135M), a Hub id or a path (default: demo)"
+    )
     _task_arguments(rollout, default_split="test")
     rollout.add_argument("--limit", type=int, default=None, help="first N tasks of the split")
     rollout.add_argument("--out", required=True, help="directory for trajectories.parquet")
@@ -351,6 +382,12 @@ def build_parser() -> argparse.ArgumentParser:
     rollout.add_argument("--max-context-tokens", type=int, default=8192)
     rollout.add_argument("--parser", choices=["hermes", "llama3", "pythonic"], default="hermes")
     rollout.add_argument("--seed", type=int, default=0, help="sampling seed (and the seed of --split-file stratified)")
+    rollout.add_argument("--interface", default=None, help="a published environment version to apply: ns/name-env@v3")
+    rollout.add_argument(
+        "--adapter",
+        default=None,
+        help="a published adapter on the policy: ns/name-adapter@iter-3 (--model defaults to its base)",
+    )
     rollout.set_defaults(handler=_rollout)
 
     evaluate = commands.add_parser("eval", help="score a policy on a suite's held-out tasks (the paper's protocol)")

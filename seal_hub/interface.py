@@ -1,14 +1,17 @@
 """The learning interface: what the agent is shown, as an immutable, versioned, content-hashed snapshot.
 
 An `InterfaceSnapshot` holds SEAL's three environment-side components (schema cues, recovery feedback,
-capability guidelines), the rho table in force when it was made, and why it was made (the failure profile
-and the rules that fired). Everything the agent sees passes through its rendering methods: `render_tools`
-(JSON-schema tools), `system_prompt` and `render_result` (tool results). The null interface (`v0`) is BFCL's
-own protocol byte for byte: tools unchanged, no system prompt, results unchanged.
+capability guidelines), the rho table in force when it was made, why it was made (the failure profile
+and the rules that fired) and, for a run's first snapshot taken from a published version, where it came
+from (`Origin`: the source reference at its resolved commit). Everything the agent sees passes through its
+rendering methods: `render_tools` (JSON-schema tools), `system_prompt` and `render_result` (tool results).
+The null interface (`v0`) is BFCL's own protocol byte for byte: tools unchanged, no system prompt, results
+unchanged.
 
 Design choices: the snapshot is data, the texts it holds are written by `seal_hub.evolve`, so this module
 is mechanism only. `content_hash` is the sha256 of the canonical JSON of every field except `created_at` and
-the hash itself, so the same content always hashes the same and a hand-edited file is caught on load.
+the hash itself (and `origin` while it is unset, so hashes made before that field existed still hold), so
+the same content always hashes the same and a hand-edited file is caught on load.
 Snapshots are training-only by default: `effective_interface` hands evaluation the null interface unless
 asked otherwise. Files are written atomically (temp file, then `os.replace`); `load_snapshot` validates a file
 and raises `InterfaceError` naming the file and the field (`seal_hub.snapshot_store` keeps a lineage of them).
@@ -111,6 +114,25 @@ class Cause(_Frozen):
         return FailureProfile(stats, self.profile.rollouts, self.profile.turns)
 
 
+class Origin(_Frozen):
+    """Where a run's first snapshot came from: a published version, resolved once to an immutable commit.
+
+    A run started from ``ns/other-env@v3`` re-roots that snapshot in its own lineage (no parent there) and keeps
+    its version number, so its own evolutions continue at ``v4``; `origin` names the source it was derived from.
+    """
+
+    ref: str = Field(min_length=1)  # the reference as given, e.g. "ns/other-env@v3"
+    repo_id: str = Field(min_length=1)
+    revision: str = Field(min_length=1)
+    commit: str = Field(pattern=r"^[0-9a-f]{7,64}$")
+    version: str = Field(pattern=_VERSION)  # the source snapshot's own version and parent
+    parent: str | None = Field(default=None, pattern=_VERSION)
+    content_hash: str = Field(pattern=r"^[0-9a-f]{64}$")
+
+    def describe(self) -> str:
+        return f"{self.ref} (commit {self.commit})"
+
+
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
@@ -128,6 +150,7 @@ class InterfaceSnapshot(_Frozen):
     rho: dict[Label, float] = Field(default_factory=lambda: dict(DEFAULT_RHO))
     cause: Cause | None = None
     train_only: bool = True
+    origin: Origin | None = None
     content_hash: str = ""
 
     @field_validator("created_at")
@@ -171,7 +194,8 @@ class InterfaceSnapshot(_Frozen):
         return not (self.schema_cues.enabled or self.recovery_feedback.enabled or self.capability_guidelines.enabled)
 
     def compute_hash(self) -> str:
-        content = self.model_dump(mode="json", exclude={"created_at", "content_hash"})
+        skip = {"created_at", "content_hash"} | ({"origin"} if self.origin is None else set())  # hashes predating it
+        content = self.model_dump(mode="json", exclude=skip)
         canonical = json.dumps(content, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
         return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
@@ -213,7 +237,8 @@ class InterfaceSnapshot(_Frozen):
         if self.compute_hash() != self.content_hash:
             raise InterfaceError(f"snapshot {self.version}: content changed after it was made; not saving it")
         path = Path(path)
-        text = self.model_dump_json(indent=2) + "\n"
+        unset = {"origin"} if self.origin is None else set()  # files without an origin read as before it existed
+        text = self.model_dump_json(indent=2, exclude=unset) + "\n"
         fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as handle:
@@ -378,6 +403,9 @@ def diff(a: InterfaceSnapshot, b: InterfaceSnapshot) -> list[str]:
     lines += [f"~ rho[{z}]: {a.rho[z]:.3f} -> {b.rho[z]:.3f}" for z in Label if a.rho[z] != b.rho[z]]
     if a.train_only != b.train_only:
         lines.append(f"~ train_only: {a.train_only} -> {b.train_only}")
+    if a.origin != b.origin:
+        was, now = (origin.describe() if origin else "none" for origin in (a.origin, b.origin))
+        lines.append(f"~ origin: {was} -> {now}")
     if a.cause != b.cause:
         lines.append(f"~ cause: {_cause_summary(a.cause)} -> {_cause_summary(b.cause)}")
     return lines

@@ -21,7 +21,8 @@ tensorboard) shows them.
 
 Not covered: vLLM generation inside the trainer (on GPUs, TRL's own vLLM integration plus the rollout
 engine's `VLLMBackend`; see the paper config). Publishing: with `publish`, every checkpointed iteration's
-three artifacts go to the registry (`seal_hub.hub`), catching up on any a crash left unpublished.
+three artifacts go to the registry (`seal_hub.hub`), catching up on any a crash left unpublished; their cards
+name the published sources the run recorded in ``sources.json`` (`seal_hub.hub.sources.run_sources`).
 
 Resuming: `train(resume_from_checkpoint=...)` restores SEAL's state from the last complete checkpoint. A
 checkpoint that already reached the budget (`max_steps`, or the epochs' steps) trains nothing: transformers'
@@ -220,7 +221,7 @@ class SealTrainer(GRPOTrainer):
         self.evolve_config = evolve_config_for(
             args.interface_mode, closed_loop_rho=args.closed_loop, rho_beta=args.rho_beta
         )
-        self.window = RhoWindow(self.evolve_config)
+        self.window = RhoWindow(self.evolve_config, rho=dict(self.interface.rho))  # a published start's rho
         self.window_epoch = 0
         self.store = SnapshotStore(Path(args.output_dir) / "interfaces")
         self._weights: list[float] | None = None
@@ -396,8 +397,10 @@ class SealTrainer(GRPOTrainer):
         if self.publish is None or not self.accelerator.is_main_process:
             return []
         from seal_hub.hub import iteration_tag, publish_interface, publish_iteration
+        from seal_hub.hub.sources import RunSources
 
         registry, repos = self.publish.registry(), self.publish.repos
+        sources = RunSources.read(self.args.output_dir).all()  # what the run started from, named on every card
         done = (
             {v.tag for v in registry.versions(repos.adapter, "model")}
             if registry.repo_exists(repos.adapter, "model")
@@ -411,7 +414,7 @@ class SealTrainer(GRPOTrainer):
                 continue
             snapshot = self.store.get(metrics["interface_version"])
             for ancestor in self._lineage(snapshot)[:-1]:
-                publish_interface(repos.environment, ancestor, registry=registry)
+                publish_interface(repos.environment, ancestor, registry=registry, sources=sources)
             folder = iteration_dir(self.args.output_dir, step)
             with tempfile.TemporaryDirectory() as adapter:
                 for name in ADAPTER_FILES:
@@ -426,6 +429,7 @@ class SealTrainer(GRPOTrainer):
                     adapter_dir=adapter,
                     base_model=self.publish.base_model,
                     registry=registry,
+                    sources=sources,
                 )
             published.append(step)
         return published

@@ -7,6 +7,9 @@
   `publish_adapter`, `publish_iteration`, `RunRepos`, `PublishConfig` (`artifacts.py`; cards in `cards.py` from
   the templates in `model_cards/`).
 - Loading by reference: `load_interface`, `load_trajectories`, `load_adapter`, `fetch` (`loading.py`).
+- Reusing published artifacts as a run's sources, pinned to a commit: `resolve_reference` (a reference to the
+  object, its `Source` and its commit), `RunSources`, `run_sources`, `derive_interface`, `check_base_model`,
+  `attach_adapter` (`sources.py`).
 - Copying between registries: `sync_repo`, `sync_namespace` (`sync.py`); the CLI group `seal-hub hub` (`commands.py`).
 
 Importing this package is cheap: `datasets`, `huggingface_hub`, `peft` and torch load when a function needs them.
@@ -36,6 +39,18 @@ from seal_hub.hub.registry import (
     configured_backend,
     get_registry,
 )
+from seal_hub.hub.sources import (
+    PublishedAdapter,
+    Resolved,
+    RunSources,
+    Source,
+    SourceError,
+    attach_adapter,
+    check_base_model,
+    derive_interface,
+    resolve_reference,
+    run_sources,
+)
 from seal_hub.hub.sync import SyncReport, sync_namespace, sync_repo
 
 __all__ = [
@@ -45,15 +60,23 @@ __all__ = [
     "LocalRegistry",
     "Link",
     "PublishConfig",
+    "PublishedAdapter",
     "Ref",
     "Registry",
     "RepoNotFoundError",
+    "Resolved",
     "RevisionNotFoundError",
     "RunRepos",
+    "RunSources",
+    "Source",
+    "SourceError",
     "SyncReport",
     "Version",
     "VersionExistsError",
+    "attach_adapter",
+    "check_base_model",
     "configured_backend",
+    "derive_interface",
     "fetch",
     "get_registry",
     "iteration_tag",
@@ -64,6 +87,8 @@ __all__ = [
     "publish_interface",
     "publish_iteration",
     "publish_trajectories",
+    "resolve_reference",
+    "run_sources",
     "sync_namespace",
     "sync_repo",
 ]

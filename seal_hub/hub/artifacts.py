@@ -13,9 +13,10 @@
   ``library_name: peft``, the seal/trl/grpo/tool-use tags, the dataset, the environment version and, when given,
   evaluation results as ``model-index``.
 
-`publish_iteration` publishes all three for one iteration with matching links. `PublishConfig` is the config
-dataclass a recipe parses. Every artifact is assembled in a temporary folder and pushed as one version by the
-registry (`seal_hub.hub.registry`), which makes the push atomic.
+`publish_iteration` publishes all three for one iteration with matching links; `sources` (a run's published
+starting points, `seal_hub.hub.sources.Source`) are named on every card as "derived from ref (commit ...)".
+`PublishConfig` is the config dataclass a recipe parses. Every artifact is assembled in a temporary folder and
+pushed as one version by the registry (`seal_hub.hub.registry`), which makes the push atomic.
 
 Not covered: loading (`seal_hub.hub.loading`), copying between registries (`seal_hub.hub.sync`), and deciding when
 to publish (the trainer).
@@ -145,6 +146,7 @@ def publish_trajectories(
     *,
     links: Sequence[Link] = (),
     registry: Registry | None = None,
+    sources: Sequence[Any] = (),
 ) -> Version:
     """Add iteration `iteration`'s rollouts (`Trajectory` records) and diagnosis rows (`diagnosis_rows`)."""
     from datasets import Dataset
@@ -181,6 +183,7 @@ def publish_trajectories(
             mean_reward=mean_reward,
             links=links,
             iteration=iteration,
+            derived_from=sources,
         )
         _write(folder, "README.md", card)
         _write(folder, ".gitattributes", GITATTRIBUTES)
@@ -191,9 +194,16 @@ def publish_trajectories(
 
 
 def publish_interface(
-    repo_id: str, snapshot: Any, *, links: Sequence[Link] = (), registry: Registry | None = None
+    repo_id: str,
+    snapshot: Any,
+    *,
+    links: Sequence[Link] = (),
+    registry: Registry | None = None,
+    sources: Sequence[Any] = (),
 ) -> Version:
-    """Publish an `InterfaceSnapshot` as version `snapshot.version`; its parent must already be in the repo."""
+    """Publish an `InterfaceSnapshot` as version `snapshot.version`; its parent must already be in the repo.
+
+    `sources` (`seal_hub.hub.sources.Source` records) name the published artifacts the run started from."""
     from seal_hub.interface import diff, load_snapshot
 
     registry = registry or get_registry()
@@ -222,7 +232,7 @@ def publish_interface(
     folder = _staging()
     try:
         snapshot.save(folder / INTERFACE_FILE)
-        card = environment_card(snapshot, repo_id, changes=changes, lineage=lineage, links=links)
+        card = environment_card(snapshot, repo_id, changes=changes, lineage=lineage, links=links, derived_from=sources)
         _write(folder, "README.md", card)
         _write(folder, ".gitattributes", GITATTRIBUTES)
         parent = snapshot.parent or "none"
@@ -254,6 +264,7 @@ def publish_adapter(
     links: Sequence[Link] = (),
     results: Sequence[EvalScore] = (),
     registry: Registry | None = None,
+    sources: Sequence[Any] = (),
 ) -> Version:
     """Publish a PEFT adapter folder (``save_pretrained`` output) as version ``iter-<iteration>``."""
     adapter_dir = Path(adapter_dir)
@@ -284,6 +295,7 @@ def publish_adapter(
             iteration=iteration,
             results=results,
             base_weights=base_weights,
+            derived_from=sources,
         )
         _write(folder, "README.md", card)
         _write(folder, ".gitattributes", GITATTRIBUTES)
@@ -306,8 +318,11 @@ def publish_iteration(
     base_model: str | None = None,
     results: Sequence[EvalScore] = (),
     registry: Registry | None = None,
+    sources: Sequence[Any] = (),
 ) -> dict[str, Version]:
-    """Publish one iteration: the interface it trained against, its rollouts, its adapter; cards cross-linked."""
+    """Publish one iteration: the interface it trained against, its rollouts, its adapter; cards cross-linked.
+
+    `sources`: the published artifacts the run started from (`seal_hub.hub.sources.Source`), named on every card."""
     registry = registry or get_registry()
     links = repos.links(iteration, snapshot.version)
 
@@ -315,9 +330,17 @@ def publish_iteration(
         return [link for name, link in links.items() if name != role]
 
     return {
-        "environment": publish_interface(repos.environment, snapshot, links=others("environment"), registry=registry),
+        "environment": publish_interface(
+            repos.environment, snapshot, links=others("environment"), registry=registry, sources=sources
+        ),
         "trajectories": publish_trajectories(
-            repos.trajectories, iteration, trajectories, diagnoses, links=others("trajectories"), registry=registry
+            repos.trajectories,
+            iteration,
+            trajectories,
+            diagnoses,
+            links=others("trajectories"),
+            registry=registry,
+            sources=sources,
         ),
         "adapter": publish_adapter(
             repos.adapter,
@@ -327,5 +350,6 @@ def publish_iteration(
             links=others("adapter"),
             results=results,
             registry=registry,
+            sources=sources,
         ),
     }

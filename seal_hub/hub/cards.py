@@ -92,9 +92,13 @@ def _render(kind: str, card_data: Any, **context: Any) -> str:
     return str(card).rstrip() + "\n"
 
 
-def _seal_metadata(links: Sequence[Link], **extra: Any) -> dict[str, Any]:
+def _seal_metadata(links: Sequence[Link], derived_from: Sequence[Any] = (), **extra: Any) -> dict[str, Any]:
     data = {key: value for key, value in extra.items() if value is not None}
     data.update({link.role: link.ref for link in links})
+    if derived_from:  # `seal_hub.hub.sources.Source` records: the published artifacts the run started from
+        data["derived_from"] = [
+            {"role": s.role, "ref": s.ref, "commit": s.commit, "backend": s.backend} for s in derived_from
+        ]
     return data
 
 
@@ -107,6 +111,7 @@ def adapter_card(
     iteration: int | None = None,
     results: Sequence[EvalScore] = (),
     base_weights: str | None = None,
+    derived_from: Sequence[Any] = (),
 ) -> str:
     """The adapter's README: PEFT metadata, the datasets, the environment version, and model-index when scored."""
     from huggingface_hub import EvalResult, ModelCardData
@@ -133,7 +138,7 @@ def adapter_card(
         datasets=[link.repo_id for link in links if link.role == "trajectories"] or None,
         model_name=repo_id if evals else None,
         eval_results=evals or None,
-        seal=_seal_metadata(links, iteration=iteration, revision=tag, base_weights=base_weights),
+        seal=_seal_metadata(links, derived_from, iteration=iteration, revision=tag, base_weights=base_weights),
     )
     base_url = None if _is_path(base_model) else f"{HUB_URL}/{base_model}"
     ref = f"hf://{repo_id}@{tag}"
@@ -150,6 +155,7 @@ def adapter_card(
         links=list(links),
         results=evals,
         environment=environment,
+        derived_from=list(derived_from),
     )
 
 
@@ -162,6 +168,7 @@ def dataset_card(
     mean_reward: float,
     links: Sequence[Link],
     iteration: int | None = None,
+    derived_from: Sequence[Any] = (),
 ) -> str:
     """The trajectories dataset's README: the two configurations, the iterations it holds, the links."""
     from huggingface_hub import DatasetCardData
@@ -176,7 +183,7 @@ def dataset_card(
         task_categories=["text-generation"],
         tags=[*CARD_TAGS, "trajectories", "bfcl"],
         configs=configs,
-        seal=_seal_metadata(links, iteration=iteration, revision=tag, iterations=list(iterations)),
+        seal=_seal_metadata(links, derived_from, iteration=iteration, revision=tag, iterations=list(iterations)),
     )
     return _render(
         "dataset",
@@ -187,13 +194,23 @@ def dataset_card(
         rollouts=rollouts,
         mean_reward=mean_reward,
         links=list(links),
+        derived_from=list(derived_from),
     )
 
 
 def environment_card(
-    snapshot: Any, repo_id: str, *, changes: Sequence[str], lineage: Sequence[str], links: Sequence[Link]
+    snapshot: Any,
+    repo_id: str,
+    *,
+    changes: Sequence[str],
+    lineage: Sequence[str],
+    links: Sequence[Link],
+    derived_from: Sequence[Any] = (),
 ) -> str:
-    """The interface repo's README for `snapshot` (an `InterfaceSnapshot`): changelog from its parent, and cause."""
+    """The interface repo's README for `snapshot` (an `InterfaceSnapshot`): changelog from its parent, and cause.
+
+    A run that started from a published version names it (its `derived_from` environment source, or the snapshot's
+    own `origin`) at the head of the lineage and in the changelog of its first version."""
     from huggingface_hub import DatasetCardData
 
     cause = None
@@ -215,6 +232,7 @@ def environment_card(
         viewer=False,
         seal=_seal_metadata(
             links,
+            derived_from,
             version=snapshot.version,
             parent=snapshot.parent,
             content_hash=snapshot.content_hash,
@@ -222,6 +240,7 @@ def environment_card(
             train_only=snapshot.train_only,
         ),
     )
+    origin = snapshot.origin.describe() if snapshot.origin is not None else None
     return _render(
         "environment",
         data,
@@ -236,6 +255,10 @@ def environment_card(
         changes=list(changes),
         cause=cause,
         links=list(links),
+        origin=origin,
+        origin_hash=snapshot.origin.content_hash if snapshot.origin is not None else None,
+        source=next((s.describe() for s in derived_from if s.role == "environment"), origin),
+        derived_from=list(derived_from),
     )
 
 

@@ -33,7 +33,7 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from seal_hub.envs.bfcl import EpisodeConfig
-from seal_hub.envs.protocol import Message, Observation, StepResult
+from seal_hub.envs.protocol import Action, Message, Observation
 from seal_hub.envs.suite import Suite, SuiteTask
 from seal_hub.interface import InterfaceSnapshot
 from seal_hub.rollout.backend import Generation, GenerationBackend, GenerationRequest, SamplingConfig
@@ -107,6 +107,37 @@ def revealed_tools_message(message: Message, new_tools: Sequence[dict[str, Any]]
     return {"role": message.role, "content": f"{listing}\n{message.content}"}
 
 
+def first_messages(interface: InterfaceSnapshot, observation: Observation) -> tuple[list[dict], list[dict]]:
+    """The first prompt as the agent sees it through `interface`: its system prompt (if any) before the task's
+    messages, and the tools rendered with its schema cues. `seal_hub.environment` builds episodes with it too."""
+    tools = interface.render_tools(observation.tools)
+    system = interface.system_prompt()
+    messages: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
+    return messages + [m.to_chat() for m in observation.messages], tools
+
+
+def assistant_message(action: Action) -> dict[str, Any]:
+    """The policy's step as a chat message: its text and the calls parsed from it."""
+    return {"role": "assistant", "content": action.content, "tool_calls": [c.to_chat() for c in action.tool_calls]}
+
+
+def observation_messages(
+    interface: InterfaceSnapshot, tools: Sequence[dict[str, Any]], observation: Observation
+) -> list[dict[str, Any]]:
+    """What a step adds to the conversation: tool results rendered by `interface` (with its recovery hints), then
+    the next user turn, with tools revealed at that turn listed before it (`tools`: those shown at the start)."""
+    out = [r.to_chat() | {"content": interface.render_result(r)} for r in observation.tool_results]
+    if observation.tools_changed and observation.messages:
+        known = {t["function"]["name"] for t in tools}
+        new_tools = interface.render_tools([t for t in observation.tools if t["function"]["name"] not in known])
+        first, *rest = observation.messages
+        out.append(revealed_tools_message(first, new_tools))
+        out += [m.to_chat() for m in rest]
+    else:
+        out += [m.to_chat() for m in observation.messages]
+    return out
+
+
 class _Live:
     """One episode in flight: its environment episode, conversation, token sequence and records."""
 
@@ -117,10 +148,7 @@ class _Live:
         self.generation_seconds = self.environment_seconds = 0.0
         observation = self.episode.reset()
         self.interface = engine.interface  # fixed for the whole episode, even if the engine's changes meanwhile
-        self.tools = self.interface.render_tools(observation.tools)
-        system = self.interface.system_prompt()
-        self.messages: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
-        self.messages += [m.to_chat() for m in observation.messages]
+        self.messages, self.tools = first_messages(self.interface, observation)
         self.ids = engine.renderer.encode(engine.renderer.text(self.messages, self.tools, generation_prompt=True))
         self.prompt_length = len(self.ids)
         self.mask = [0] * len(self.ids)
@@ -152,9 +180,7 @@ class _Live:
         if generation.finished and text.endswith(renderer.end_of_turn):
             text = text[: -len(renderer.end_of_turn)]
         action = self.engine.parser.parse(text)
-        before = self.messages + [
-            {"role": "assistant", "content": action.content, "tool_calls": [c.to_chat() for c in action.tool_calls]}
-        ]
+        before = self.messages + [assistant_message(action)]
         start = time.perf_counter()
         step = self.episode.step(action)
         self.environment_seconds += time.perf_counter() - start
@@ -171,7 +197,7 @@ class _Live:
                 finished=generation.finished,
             )
         )
-        self.messages = before + self._observation_messages(step)
+        self.messages = before + observation_messages(self.interface, self.tools, step.observation)
         if step.done:
             self.done = True
             self.truncation = "step_limit" if step.truncated else None
@@ -184,21 +210,6 @@ class _Live:
             self.ids += env_ids
             self.mask += [0] * len(env_ids)
             self.logprobs += [0.0] * len(env_ids)
-
-    def _observation_messages(self, step: StepResult) -> list[dict[str, Any]]:
-        observation: Observation = step.observation
-        out = [r.to_chat() | {"content": self.interface.render_result(r)} for r in observation.tool_results]
-        if observation.tools_changed and observation.messages:
-            known = {t["function"]["name"] for t in self.tools}
-            new_tools = self.interface.render_tools(
-                [t for t in observation.tools if t["function"]["name"] not in known]
-            )
-            first, *rest = observation.messages
-            out.append(revealed_tools_message(first, new_tools))
-            out += [m.to_chat() for m in rest]
-        else:
-            out += [m.to_chat() for m in observation.messages]
-        return out
 
     def trajectory(self) -> Trajectory:
         self.episode.close()
