@@ -100,6 +100,10 @@ def test_the_paper_numbers_come_from_package_data_with_their_source(sources, tmp
     # the same base model's paper rows sit beside our evaluation in the bfcl table
     same = [r for r in data["results"] if r["table"] == "main" and r["hub_id"] == "Qwen/Qwen2.5-7B-Instruct"]
     assert " → ".join(f"{r['setting']} {r['average']:.2f}" for r in same) in text
+    assert "not comparable" not in text  # both evaluations ran the paper's number of held-out tasks
+    small = write_eval(tmp_path / "eval-small", passed=(1, 0, 2, 1), per_category=5)
+    partial = build_report([(None, small)], tmp_path / "partial").path.read_text()
+    assert f"(20 of the paper's {data['num_tasks']} tasks: not comparable)" in partial
     # a suite the paper has no numbers for gets no paper comparison
     other = build_report([(None, sources["eval_memory"])], tmp_path / "other")
     assert "Beside the paper" not in other.path.read_text() and "paper, same base model" not in other.path.read_text()

@@ -29,6 +29,7 @@ class PaperResult:
 @dataclass(frozen=True)
 class PaperNumbers:
     suite: str
+    num_tasks: int  # the held-out tasks behind every number
     metric: str
     source: dict[str, str]
     results: tuple[PaperResult, ...]
@@ -49,6 +50,7 @@ def paper_numbers() -> PaperNumbers:
     data = json.loads(resources.files("seal_hub.report").joinpath("data", PAPER_FILE).read_text("utf-8"))
     return PaperNumbers(
         suite=data["suite"],
+        num_tasks=int(data["num_tasks"]),
         metric=data["metric"],
         source=dict(data["source"]),
         results=tuple(PaperResult(**row) for row in data["results"]),

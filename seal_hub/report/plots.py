@@ -249,11 +249,11 @@ def plot_evals(suite: str, evals: Sequence[Named], out: Path) -> Path | None:
     width = min(0.8 / len(evals), 0.35)
     for i, named in enumerate(evals):
         scores = named.source.results.scores
-        values = [scores.per_category[c].success_rate if c in scores.per_category else 0.0 for c in cats]
+        values = [scores.per_category[c].success_rate if c in scores.per_category else float("nan") for c in cats]
         values.append(scores.average)
         xs = [g + (i - (len(evals) - 1) / 2) * width for g in range(len(groups))]
         bars = ax.bar(xs, values, width=width * 0.95, label=named.name)
-        labels = [f"{v:.1f}" if len(evals) <= 4 else "" for v in values[:-1]]  # more would overlap
+        labels = [f"{v:.1f}" if len(evals) <= 4 and v == v else "" for v in values[:-1]]  # NaN: not evaluated
         ax.bar_label(
             bars, labels=[*labels, f"{values[-1]:.2f}"], fontsize=8, padding=2, rotation=90 if len(evals) > 4 else 0
         )
@@ -263,7 +263,8 @@ def plot_evals(suite: str, evals: Sequence[Named], out: Path) -> Path | None:
     ax.yaxis.set_major_formatter(PercentFormatter())
     top = max(named.source.results.scores.average for named in evals)
     top = max(top, *(s.success_rate for n in evals for s in n.source.results.scores.per_category.values()))
-    ax.set_ylim(0, max(10.0, min(100.0, top * 1.2)))
+    ax.set_ylim(0, min(108.0, max(10.0, top * 1.2)))  # room for a number above a 100% bar
+    ax.set_yticks([t for t in ax.get_yticks() if 0 <= t <= 100])
     ax.grid(alpha=0.3, axis="y")
     ax.set_title(f"Evaluation on {suite}: success rate per category and average")
     _legend_below(fig, ax, len(evals))
@@ -280,7 +281,12 @@ def _paper_rows(evals: Sequence[Named], paper: PaperNumbers) -> list[tuple[str, 
         ours = [n for n in ours if paper.for_model(n.source.results.model.id)[0].model == model]
         rows += [(n.name, n.source.results.scores.average, "this report") for n in ours]
         placed.update(n.name for n in ours)
-    return rows + [(n.name, n.source.results.scores.average, "this report") for n in evals if n.name not in placed]
+    rest = [(n.name, n.source.results.scores.average, "this report") for n in evals if n.name not in placed]
+    counts = {n.name: n.source.results.num_tasks for n in evals}
+    return [  # ours on fewer tasks than the paper: say so on the bar's label
+        (name if origin == "paper" or counts[name] == paper.num_tasks else f"{name} ({counts[name]} tasks)", v, origin)
+        for name, v, origin in rows + rest
+    ]
 
 
 def plot_paper(evals: Sequence[Named], paper: PaperNumbers, out: Path) -> Path | None:
@@ -298,7 +304,8 @@ def plot_paper(evals: Sequence[Named], paper: PaperNumbers, out: Path) -> Path |
     ax.set_yticks(range(len(rows)), [row[0] for row in rows])
     ax.invert_yaxis()
     ax.set_xlabel("average success rate over the four categories (%)")
-    ax.set_xlim(0, min(100.0, max(row[1] for row in rows) * 1.15 + 1))
+    ax.set_xlim(0, min(112.0, max(row[1] for row in rows) * 1.15 + 1))  # room for the number after a bar
+    ax.set_xticks([t for t in ax.get_xticks() if 0 <= t <= 100])
     ax.grid(alpha=0.3, axis="x")
     ax.set_axisbelow(True)
     ax.set_title(f"BFCL v3 multi-turn held-out: ours beside the paper (arXiv {paper.source['arxiv']})")

@@ -176,5 +176,10 @@ def paper_table(evals: Sequence[Named], paper: PaperNumbers) -> str:
     rows = [[f"paper ({p.table})", p.model, p.setting, f"{p.average:.2f}"] for p in paper.results]
     for named in evals:
         r: EvalRecord = named.source
-        rows.append(["this report", model_short(r.results.model.id), named.name, f"{r.results.scores.average:.2f}"])
+        tasks = r.results.num_tasks
+        caveat = (
+            "" if tasks == paper.num_tasks else f" ({tasks} of the paper's {paper.num_tasks} tasks: not comparable)"
+        )
+        model = model_short(r.results.model.id)
+        rows.append(["this report", model, named.name + caveat, f"{r.results.scores.average:.2f}"])
     return markdown_table(["from", "model", "setting", "average"], rows)
