@@ -200,10 +200,15 @@ def main(script_args: SealScriptArguments, training_args: SealConfig, model_args
     if not trainer.accelerator.is_main_process:
         return
     if trainer.completed_at is not None:
+        budget = (
+            f"max_steps {training_args.max_steps}"
+            if training_args.max_steps > 0
+            else f"num_train_epochs {training_args.num_train_epochs:g}"
+        )
         print(
-            f"SEAL run {training_args.output_dir} is already complete at step {trainer.completed_at} "
-            f"(max_steps {training_args.max_steps}): nothing to train; to extend it, relaunch with a larger "
-            f"--max_steps (e.g. --max_steps {2 * trainer.completed_at})"
+            f"SEAL run {training_args.output_dir} is already complete at step {trainer.completed_at} ({budget}): "
+            f"nothing to train; to extend it, relaunch with a larger --max_steps "
+            f"(e.g. --max_steps {2 * trainer.completed_at})"
         )
     else:
         print_summary(training_args.output_dir, trainer)

@@ -17,12 +17,13 @@ import pytest
 from run_checks import check_run, fingerprint
 
 ROOT = Path(__file__).resolve().parents[1]
-GROUP = 2  # the demo config's rollouts per step: one task, num_generations 2
+GROUP = 2  # rollouts per step: one task, num_generations 2 (4 tasks: 4 steps an epoch, budgets end inside it)
 
 
 def recipe(model: Path, out: Path, run: str, max_steps: int) -> list[str]:
     flags = ["--model_name_or_path", str(model), "--output_dir", str(out), "--max_steps", str(max_steps)]
-    flags += ["--num_train_tasks", "4", "--max_new_tokens", "8", "--publish_run", run]
+    flags += ["--num_train_tasks", "4", "--per_device_train_batch_size", "2", "--num_generations", str(GROUP)]
+    flags += ["--max_new_tokens", "8", "--publish_run", run]
     return [sys.executable, str(ROOT / "recipes" / "seal.py"), *flags]
 
 

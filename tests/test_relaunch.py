@@ -15,7 +15,8 @@ DEMO = ROOT / "recipes" / "configs" / "demo_cpu.yaml"
 
 def launch(tiny, out, max_steps: int, monkeypatch) -> None:
     flags = ["--model_name_or_path", str(tiny), "--output_dir", str(out), "--max_steps", str(max_steps)]
-    flags += ["--num_train_tasks", "2", "--max_new_tokens", "8", "--publish_run", RUN, "--disable_tqdm", "true"]
+    flags += ["--num_train_tasks", "2", "--per_device_train_batch_size", "2", "--num_generations", "2"]
+    flags += ["--max_new_tokens", "8", "--publish_run", RUN, "--disable_tqdm", "true"]
     recipe_module().main(*parse(DEMO, *flags, monkeypatch=monkeypatch))
 
 
