@@ -1,5 +1,6 @@
 """Held-out evaluation during training: a fixed subset of the test split, rolled out with the paper's protocol
-(null interface, greedy decoding, withheld tools executed as BFCL does), scored per category.
+(`seal_hub.evaluation.EvalProtocol`: null interface, greedy decoding, withheld tools executed and BFCL's step
+limit, as `seal-hub eval` scores), counted per category.
 
 `evaluate_held_out` is one function over the existing `RolloutEngine`, so the trainer can call it every
 `eval_every_steps` and a later evaluation harness can replace it without touching the trainer. `held_out_tasks`
@@ -8,8 +9,7 @@ order, so a small count still covers every category. The result is logged as `ev
 `eval_success_rate/<category>` (trackio and wandb show them as `eval/...`) and written to
 `held_out/step_NNNNNN.json` in the run directory, where `seal-hub report` finds it.
 
-Not covered: the full 400-task evaluation with its own records and cards (`seal-hub eval`); BFCL's exact
-21st-step semantics (the environment's step limit applies here).
+Not covered: the full 400-task evaluation with its own records and cards (`seal-hub eval`).
 """
 
 from __future__ import annotations
@@ -22,9 +22,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from seal_hub.envs.bfcl import BfclSuite, EpisodeConfig, Task
+from seal_hub.envs.bfcl import BfclSuite, Task
+from seal_hub.evaluation.protocol import EvalProtocol
 from seal_hub.interface import InterfaceSnapshot
-from seal_hub.rollout import GenerationBackend, PolicyInfo, RolloutConfig, RolloutEngine, SamplingConfig
+from seal_hub.rollout import GenerationBackend, PolicyInfo, RolloutEngine
 
 HELD_OUT_DIR = "held_out"
 
@@ -46,6 +47,7 @@ class HeldOutResult:
     per_category: dict[str, tuple[int, int]]  # category -> (passed, total)
     seconds: float
     task_ids: tuple[str, ...] = field(default=())
+    protocol: EvalProtocol | None = None
 
     @property
     def num_tasks(self) -> int:
@@ -62,6 +64,7 @@ class HeldOutResult:
         return metrics
 
     def to_json(self) -> dict[str, Any]:
+        protocol = self.protocol.as_dict() if self.protocol is not None else {}
         return {
             "step": self.step,
             "num_tasks": self.num_tasks,
@@ -69,7 +72,7 @@ class HeldOutResult:
             "per_category": {c: {"passed": p, "total": t} for c, (p, t) in self.per_category.items()},
             "seconds": self.seconds,
             "task_ids": list(self.task_ids),
-            "protocol": {"interface": "v0 (null)", "temperature": 0.0, "allow_hidden_tools": True},
+            "protocol": {"interface": "v0 (null)", **protocol},
         }
 
 
@@ -100,15 +103,15 @@ def evaluate_held_out(
     policy: PolicyInfo,
     step: int,
 ) -> HeldOutResult:
-    """One greedy rollout per task on the null interface; the verdict of each, counted per category."""
-    config = RolloutConfig(
-        num_generations=1,
-        max_live_episodes=settings.max_live_episodes,
+    """One greedy rollout per task on the null interface under `seal-hub eval`'s protocol; verdicts per category."""
+    protocol = EvalProtocol(
+        max_new_tokens=settings.max_new_tokens,
         max_context_tokens=settings.max_context_tokens,
+        max_steps_per_turn=settings.max_steps_per_turn,
         parser_style=settings.parser_style,
-        sampling=SamplingConfig(temperature=0.0, top_p=1.0, max_new_tokens=settings.max_new_tokens, seed=0),
-        episode=EpisodeConfig(max_steps_per_turn=settings.max_steps_per_turn, allow_hidden_tools=True),
+        batch_size=settings.max_live_episodes,
     )
+    config = protocol.rollout_config()
     engine = RolloutEngine(backend, tokenizer, suite, config, policy, InterfaceSnapshot.null(suite.name))
     start = time.perf_counter()
     trajectories = engine.run(list(tasks))
@@ -122,6 +125,7 @@ def evaluate_held_out(
         per_category={c: (p, t) for c, (p, t) in counts.items()},
         seconds=time.perf_counter() - start,
         task_ids=tuple(t.id for t in tasks),
+        protocol=protocol,
     )
 
 
