@@ -189,6 +189,15 @@ def b_iterations(run, rev, b_run, b_rev):
     return gr.update(choices=list(source.iterations), value=list(source.iterations)[0]), ""
 
 
+def live_versions(run, rev):
+    """The interface versions the live tab offers: the open run's, newest selected."""
+    try:
+        versions = list(VIEWER.source(Selection(run=(run or "").strip(), revision=rev or "")).versions())
+    except Exception:  # noqa: BLE001 - the browse view already says what is wrong with the run
+        return gr.update(choices=["v0"], value="v0")
+    return gr.update(choices=versions, value=versions[-1])
+
+
 def live(policy, task, version, run, rev):
     """Stream a live episode: the chat after every model step, then the verified episode."""
     try:
@@ -318,8 +327,12 @@ def build() -> gr.Blocks:
         def reopen(run_value, rev_value):
             return show(run_value, rev_value, "", EPISODE_VERSION, ALL, ALL, ALL, "", "", 0)
 
-        open_button.click(reopen, [run, rev], outputs, api_name="open")
-        run.submit(reopen, [run, rev], outputs, api_name=False)
+        open_button.click(reopen, [run, rev], outputs, api_name="open").then(
+            live_versions, [run, rev], [live_version], api_name=False
+        )
+        run.submit(reopen, [run, rev], outputs, api_name=False).then(
+            live_versions, [run, rev], [live_version], api_name=False
+        )
         for widget in (rev, iteration, version, label, category, outcome, task, rollout):
             widget.input(show_from_start, browse_inputs, outputs, api_name=False)
         search.submit(show_from_start, browse_inputs, outputs, api_name=False)
@@ -403,7 +416,7 @@ def build() -> gr.Blocks:
             None,
             [*outputs, b_run, b_rev, b_iter, b_rollout, alignment, changes, diff_html, tabs],
             api_name=False,
-        )
+        ).then(live_versions, [run, rev], [live_version], api_name=False)
     return demo
 
 
