@@ -243,7 +243,7 @@ def test_live_plays_a_published_adapter_under_a_version_and_stops_at_its_limit(e
     from seal_hub.hub import get_registry, publish_adapter
     from seal_hub.replay.live import LiveLimits, LiveRequest, LiveRunner
 
-    base = env["root"] / "tiny"
+    base = env["tiny"]
     publish_adapter(
         "alice/demo-adapter", 0, adapter(base, tmp_path / "adapter", seed=1), registry=get_registry("local")
     )
