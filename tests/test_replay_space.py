@@ -177,7 +177,7 @@ def test_live_streams_steps_and_stops_at_its_limit(space):
     updates = list(job)
     statuses = [status for _, status in updates]
     assert statuses[0].startswith("⏳ started: multi_turn_base_0 under interface v1")
-    assert statuses[-1].startswith("✅ stopped: reached the live limit of 1 model steps; episode failed")
+    assert statuses[-1].startswith("⏹ stopped: reached the live limit of 1 model steps; episode failed")
     chat = job.outputs()[-1][0]
     assert chat[0]["metadata"]["title"] == "📋 system prompt" and text(chat[1]).startswith("**Turn 1**")
     bad = list(client.submit("tiny", "multi_turn_base_9999", "v0", "alice/demo", "", api_name="/live"))

@@ -212,7 +212,7 @@ def live(policy, task, version, run, rev):
             snapshot = InterfaceSnapshot.null()
         request = LiveRequest(policy=policy or "tiny", task_id=(task or "").strip(), interface=snapshot)
         for frame in LIVE.stream(request):
-            yield frame.messages, ("✅ " if frame.done else "⏳ ") + frame.status
+            yield frame.messages, ("⏹ " if frame.done else "⏳ ") + frame.status
     except Exception as exc:  # noqa: BLE001
         yield gr.update(), _problem(exc)
 
