@@ -28,7 +28,9 @@ def site(tmp_path_factory, suite):
         app = load_app(APP, "seal_replay_app_in_browser")
         app.VIEWER._suite = suite
         port = free_port()
-        app.demo.launch(prevent_thread_lock=True, ssr_mode=False, quiet=True, server_port=port, css=app.CSS)
+        app.demo.launch(
+            prevent_thread_lock=True, ssr_mode=False, quiet=True, server_port=port, css=app.CSS, theme=app.THEME
+        )
         try:
             yield {"url": f"http://127.0.0.1:{port}/", **world}
         finally:

@@ -24,6 +24,12 @@ from seal_hub.replay.live import LiveLimits, LiveRequest, LiveRunner  # noqa: E4
 from seal_hub.replay.page import EPISODE_VERSION, Selection, Viewer, deep_link  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
+# system fonts first: a Space offline (or a firewalled browser) cannot fetch web fonts, and a half-loaded web font
+# draws some capitals from a fallback face
+THEME = gr.themes.Soft(
+    font=["ui-sans-serif", "system-ui", "Segoe UI", "Helvetica", "Arial", "sans-serif"],
+    font_mono=["ui-monospace", "SFMono-Regular", "Menlo", "Consolas", "monospace"],
+)
 LOG = logging.getLogger("seal_hub.space")
 CSS = """
 .seal-diff {max-height: 560px; overflow: auto; border: 1px solid #ddd}
@@ -423,4 +429,4 @@ def build() -> gr.Blocks:
 demo = build()
 
 if __name__ == "__main__":
-    demo.launch(css=CSS, theme=gr.themes.Soft(), ssr_mode=False)
+    demo.launch(css=CSS, theme=THEME, ssr_mode=False)
