@@ -118,6 +118,7 @@ def test_a_bad_deep_link_shows_a_message_not_a_traceback(site, browser, shots):
         message = page.get_by_text("run 'alice/ghost': no repository alice/ghost-trajectories")
         message.first.wait_for(timeout=60_000)
         assert "Traceback" not in page.locator("body").inner_text()
+        assert page.get_by_label("Run").input_value() == "alice/ghost"  # the box shows what the link asked for
         page.screenshot(path=str(shots / "bad_link.png"))
     finally:
         page.close()

@@ -372,14 +372,16 @@ def build() -> gr.Blocks:
                 a = Selection.from_query(params, default_run=DEFAULT_RUN)
                 b = Selection.from_query(params, prefix="b_") if any(k.startswith("b_") for k in params) else None
             except ReplayError as exc:
-                return [gr.update()] * 14 + [_problem(exc), gr.update(), gr.update()] + keep_b
+                return [gr.update()] * 14 + [_problem(exc), gr.update(), gr.update()] + keep_b + [gr.update()]
             if not a.revision and DEFAULT_REVISION and a.run == DEFAULT_RUN:
                 a = replace(a, revision=DEFAULT_REVISION)
             if not a.run:
-                return [gr.update()] * 14 + ["Type a run (NS/RUN) or a directory and press Open.", "", ""] + keep_b
+                message = "Type a run (NS/RUN) or a directory and press Open."
+                return [gr.update()] * 14 + [message, "", ""] + keep_b + [gr.update()]
             values = show(a.run, a.revision, a.iteration, a.version, ALL, ALL, ALL, "", a.task, a.rollout, turn=a.turn)
+            shown_run = gr.update(value=a.run)  # the box names the run the link asked for, even a wrong one
             if b is None or values[14]:
-                return values + keep_b
+                return values + keep_b + [shown_run]
             shown_rev, shown_iter, shown_task, shown_rollout = (values[i]["value"] for i in (0, 1, 5, 6))
             b_run_value = b.run if b.run and b.run != a.run else ""
             title, aligned, changed, html, problem = compare(
@@ -415,12 +417,13 @@ def build() -> gr.Blocks:
                 changed,
                 html,
                 gr.Tabs(selected="compare"),
+                shown_run,
             ]
 
         demo.load(
             on_load,
             None,
-            [*outputs, b_run, b_rev, b_iter, b_rollout, alignment, changes, diff_html, tabs],
+            [*outputs, b_run, b_rev, b_iter, b_rollout, alignment, changes, diff_html, tabs, run],
             api_name=False,
         ).then(live_versions, [run, rev], [live_version], api_name=False)
     return demo
