@@ -96,19 +96,38 @@ def write_evaluation(folder: Path, suite, tokenizer) -> tuple[list, list]:
     return trajectories, rows
 
 
+_TINY: list[Path] = []
+
+
+def tiny_model() -> Path:
+    """The tiny model, built once per test process (its tokenizer is trained, which takes a while)."""
+    import tempfile
+
+    from seal_hub.models import build_tiny_model
+
+    if not _TINY:
+        _TINY.append(build_tiny_model(Path(tempfile.mkdtemp(prefix="seal_hub-replay-tiny-"))))
+    return _TINY[0]
+
+
 def replay_world(root: Path, suite, patch) -> dict:
     """A local registry under `root` holding the scripted run ``alice/demo``, an evaluation directory, and the
     environment pointing at them (through `patch`, a `pytest.MonkeyPatch`)."""
     from transformers import AutoTokenizer
 
     from seal_hub.hub import get_registry
-    from seal_hub.models import build_tiny_model
 
     patch.setenv("SEAL_HUB_REGISTRY", str(root / "registry"))
     patch.setenv("SEAL_HUB_BACKEND", "local")
     patch.setenv("SEAL_HUB_CACHE", str(root / "cache"))
     patch.setenv("GRADIO_ANALYTICS_ENABLED", "False")
-    tokenizer = AutoTokenizer.from_pretrained(build_tiny_model(root / "tiny"))
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model())
     published = publish_scripted_run("alice/demo", get_registry("local"), suite, tokenizer)
     evaluation = write_evaluation(root / "eval", suite, tokenizer)
-    return {"root": root, "published": published, "evaluation": evaluation, "tokenizer": tokenizer}
+    return {
+        "root": root,
+        "published": published,
+        "evaluation": evaluation,
+        "tokenizer": tokenizer,
+        "tiny": tiny_model(),
+    }

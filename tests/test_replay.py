@@ -243,7 +243,7 @@ def test_live_plays_a_published_adapter_under_a_version_and_stops_at_its_limit(e
     from seal_hub.hub import get_registry, publish_adapter
     from seal_hub.replay.live import LiveLimits, LiveRequest, LiveRunner
 
-    base = env["root"] / "tiny"
+    base = env["tiny"]
     publish_adapter(
         "alice/demo-adapter", 0, adapter(base, tmp_path / "adapter", seed=1), registry=get_registry("local")
     )
@@ -262,3 +262,15 @@ def test_live_plays_a_published_adapter_under_a_version_and_stops_at_its_limit(e
         runner.policy("local://alice/ghost-adapter")
     with pytest.raises(ReplayError, match="task 'multi_turn_base_9999' is not a BFCL task"):
         next(runner.stream(LiveRequest("tiny", "multi_turn_base_9999", v1)))
+
+
+def test_the_space_requirements_pin_what_pyproject_pins():
+    import tomllib
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    pins = dict(d.split("==") for d in tomllib.loads((root / "pyproject.toml").read_text())["project"]["dependencies"])
+    lines = (root / "spaces" / "replay" / "requirements.txt").read_text().splitlines()
+    required = dict(line.split("==") for line in lines if line and not line.startswith("#"))
+    assert required and {name: pins.get(name) for name in required} == required
+    assert {"gradio", "datasets", "huggingface-hub", "bfcl-eval", "pyarrow", "pydantic"} <= set(required)

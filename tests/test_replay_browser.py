@@ -28,7 +28,9 @@ def site(tmp_path_factory, suite):
         app = load_app(APP, "seal_replay_app_in_browser")
         app.VIEWER._suite = suite
         port = free_port()
-        app.demo.launch(prevent_thread_lock=True, ssr_mode=False, quiet=True, server_port=port, css=app.CSS)
+        app.demo.launch(
+            prevent_thread_lock=True, ssr_mode=False, quiet=True, server_port=port, css=app.CSS, theme=app.THEME
+        )
         try:
             yield {"url": f"http://127.0.0.1:{port}/", **world}
         finally:
@@ -116,6 +118,7 @@ def test_a_bad_deep_link_shows_a_message_not_a_traceback(site, browser, shots):
         message = page.get_by_text("run 'alice/ghost': no repository alice/ghost-trajectories")
         message.first.wait_for(timeout=60_000)
         assert "Traceback" not in page.locator("body").inner_text()
+        assert page.get_by_label("Run").input_value() == "alice/ghost"  # the box shows what the link asked for
         page.screenshot(path=str(shots / "bad_link.png"))
     finally:
         page.close()

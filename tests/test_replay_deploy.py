@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 from hub_double import HubDouble
-from replay_data import publish_scripted_run
+from replay_data import publish_scripted_run, tiny_model
 from test_hub_remote import TOKEN, _online
 from test_replay_space import free_port, load_app, named
 
@@ -26,12 +26,11 @@ def hub(tmp_path_factory, suite):
     from transformers import AutoTokenizer
 
     from seal_hub.hub import HubRegistry
-    from seal_hub.models import build_tiny_model
 
     root = tmp_path_factory.mktemp("deploy")
     with HubDouble(token=TOKEN) as double, pytest.MonkeyPatch.context() as patch:
         _online(patch, double, root)
-        tokenizer = AutoTokenizer.from_pretrained(build_tiny_model(root / "tiny"))
+        tokenizer = AutoTokenizer.from_pretrained(tiny_model())
         published = publish_scripted_run("alice/demo", HubRegistry(), suite, tokenizer)
         yield {"double": double, "root": root, "published": published}
 

@@ -177,14 +177,25 @@ def test_live_streams_steps_and_stops_at_its_limit(space):
     updates = list(job)
     statuses = [status for _, status in updates]
     assert statuses[0].startswith("⏳ started: multi_turn_base_0 under interface v1")
-    assert statuses[-1].startswith("✅ stopped: reached the live limit of 1 model steps; episode failed")
+    assert statuses[-1].startswith("⏹ stopped: reached the live limit of 1 model steps; episode failed")
     chat = job.outputs()[-1][0]
     assert chat[0]["metadata"]["title"] == "📋 system prompt" and text(chat[1]).startswith("**Turn 1**")
     bad = list(client.submit("tiny", "multi_turn_base_9999", "v0", "alice/demo", "", api_name="/live"))
     assert bad[-1][1] == "⚠️ task 'multi_turn_base_9999' is not a BFCL task"
 
 
-def test_seal_hub_space_serves_the_app_for_a_run_and_refuses_an_unknown_one(space, capsys):
+def test_seal_hub_space_refuses_an_unknown_run_and_a_bad_port_in_one_line(space, capsys):
+    from seal_hub.cli import main
+
+    assert main(["space", "--run", "alice/ghost"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("seal-hub: error: run 'alice/ghost': no repository alice/ghost-trajectories")
+    assert main(["space", "--run", "alice/demo", "--port", "70000"]) == 2
+    assert capsys.readouterr().err == "seal-hub: error: --port must be in 1..65535, got 70000\n"
+
+
+@pytest.mark.slow
+def test_seal_hub_space_serves_the_app_for_a_run(space):
     import os
     import subprocess
     import time
@@ -193,11 +204,6 @@ def test_seal_hub_space_serves_the_app_for_a_run_and_refuses_an_unknown_one(spac
 
     from gradio_client import Client
 
-    from seal_hub.cli import main
-
-    assert main(["space", "--run", "alice/ghost"]) == 2
-    assert "run 'alice/ghost': no repository alice/ghost-trajectories" in capsys.readouterr().err
-    assert main(["space", "--run", "alice/demo", "--port", "70000"]) == 2
     port = free_port()
     command = [sys.executable, "-m", "seal_hub.cli", "space", "--run", "alice/demo", "--port", str(port)]
     server = subprocess.Popen(command, env=os.environ.copy(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT)

@@ -33,7 +33,7 @@ def _serve(args: argparse.Namespace) -> int:
     app = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(app)
     print(f"serving the replay Space for {args.run or '(no run: type one in the page)'}")
-    app.demo.launch(server_port=args.port, css=app.CSS, ssr_mode=False, share=False)
+    app.demo.launch(server_port=args.port, css=app.CSS, theme=app.THEME, ssr_mode=False, share=False)
     return 0
 
 

@@ -24,6 +24,12 @@ from seal_hub.replay.live import LiveLimits, LiveRequest, LiveRunner  # noqa: E4
 from seal_hub.replay.page import EPISODE_VERSION, Selection, Viewer, deep_link  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
+# system fonts first: a Space offline (or a firewalled browser) cannot fetch web fonts, and a half-loaded web font
+# draws some capitals from a fallback face
+THEME = gr.themes.Soft(
+    font=["ui-sans-serif", "system-ui", "Segoe UI", "Helvetica", "Arial", "sans-serif"],
+    font_mono=["ui-monospace", "SFMono-Regular", "Menlo", "Consolas", "monospace"],
+)
 LOG = logging.getLogger("seal_hub.space")
 CSS = """
 .seal-diff {max-height: 560px; overflow: auto; border: 1px solid #ddd}
@@ -189,6 +195,15 @@ def b_iterations(run, rev, b_run, b_rev):
     return gr.update(choices=list(source.iterations), value=list(source.iterations)[0]), ""
 
 
+def live_versions(run, rev):
+    """The interface versions the live tab offers: the open run's, newest selected."""
+    try:
+        versions = list(VIEWER.source(Selection(run=(run or "").strip(), revision=rev or "")).versions())
+    except Exception:  # noqa: BLE001 - the browse view already says what is wrong with the run
+        return gr.update(choices=["v0"], value="v0")
+    return gr.update(choices=versions, value=versions[-1])
+
+
 def live(policy, task, version, run, rev):
     """Stream a live episode: the chat after every model step, then the verified episode."""
     try:
@@ -203,7 +218,7 @@ def live(policy, task, version, run, rev):
             snapshot = InterfaceSnapshot.null()
         request = LiveRequest(policy=policy or "tiny", task_id=(task or "").strip(), interface=snapshot)
         for frame in LIVE.stream(request):
-            yield frame.messages, ("✅ " if frame.done else "⏳ ") + frame.status
+            yield frame.messages, ("⏹ " if frame.done else "⏳ ") + frame.status
     except Exception as exc:  # noqa: BLE001
         yield gr.update(), _problem(exc)
 
@@ -318,8 +333,12 @@ def build() -> gr.Blocks:
         def reopen(run_value, rev_value):
             return show(run_value, rev_value, "", EPISODE_VERSION, ALL, ALL, ALL, "", "", 0)
 
-        open_button.click(reopen, [run, rev], outputs, api_name="open")
-        run.submit(reopen, [run, rev], outputs, api_name=False)
+        open_button.click(reopen, [run, rev], outputs, api_name="open").then(
+            live_versions, [run, rev], [live_version], api_name=False
+        )
+        run.submit(reopen, [run, rev], outputs, api_name=False).then(
+            live_versions, [run, rev], [live_version], api_name=False
+        )
         for widget in (rev, iteration, version, label, category, outcome, task, rollout):
             widget.input(show_from_start, browse_inputs, outputs, api_name=False)
         search.submit(show_from_start, browse_inputs, outputs, api_name=False)
@@ -353,14 +372,16 @@ def build() -> gr.Blocks:
                 a = Selection.from_query(params, default_run=DEFAULT_RUN)
                 b = Selection.from_query(params, prefix="b_") if any(k.startswith("b_") for k in params) else None
             except ReplayError as exc:
-                return [gr.update()] * 14 + [_problem(exc), gr.update(), gr.update()] + keep_b
+                return [gr.update()] * 14 + [_problem(exc), gr.update(), gr.update()] + keep_b + [gr.update()]
             if not a.revision and DEFAULT_REVISION and a.run == DEFAULT_RUN:
                 a = replace(a, revision=DEFAULT_REVISION)
             if not a.run:
-                return [gr.update()] * 14 + ["Type a run (NS/RUN) or a directory and press Open.", "", ""] + keep_b
+                message = "Type a run (NS/RUN) or a directory and press Open."
+                return [gr.update()] * 14 + [message, "", ""] + keep_b + [gr.update()]
             values = show(a.run, a.revision, a.iteration, a.version, ALL, ALL, ALL, "", a.task, a.rollout, turn=a.turn)
+            shown_run = gr.update(value=a.run)  # the box names the run the link asked for, even a wrong one
             if b is None or values[14]:
-                return values + keep_b
+                return values + keep_b + [shown_run]
             shown_rev, shown_iter, shown_task, shown_rollout = (values[i]["value"] for i in (0, 1, 5, 6))
             b_run_value = b.run if b.run and b.run != a.run else ""
             title, aligned, changed, html, problem = compare(
@@ -396,18 +417,19 @@ def build() -> gr.Blocks:
                 changed,
                 html,
                 gr.Tabs(selected="compare"),
+                shown_run,
             ]
 
         demo.load(
             on_load,
             None,
-            [*outputs, b_run, b_rev, b_iter, b_rollout, alignment, changes, diff_html, tabs],
+            [*outputs, b_run, b_rev, b_iter, b_rollout, alignment, changes, diff_html, tabs, run],
             api_name=False,
-        )
+        ).then(live_versions, [run, rev], [live_version], api_name=False)
     return demo
 
 
 demo = build()
 
 if __name__ == "__main__":
-    demo.launch(css=CSS, theme=gr.themes.Soft(), ssr_mode=False)
+    demo.launch(css=CSS, theme=THEME, ssr_mode=False)
