@@ -102,7 +102,8 @@ def test_the_rollout_engine_runs_the_suite(telecom, tmp_path_factory):
     model, tokenizer = AutoModelForCausalLM.from_pretrained(path), AutoTokenizer.from_pretrained(path)
     tasks = telecom.select(telecom.split_ids("all")[:1])
     config = RolloutConfig(max_context_tokens=32768, sampling=SamplingConfig(temperature=0, max_new_tokens=1024))
-    [scripted] = RolloutEngine(ScriptedBackend(tokenizer, oracle_script(telecom)), tokenizer, telecom, config).run(tasks)
+    scripted_backend = ScriptedBackend(tokenizer, oracle_script(telecom))
+    [scripted] = RolloutEngine(scripted_backend, tokenizer, telecom, config).run(tasks)
     assert scripted.reward == 1.0 and scripted.category == tasks[0].category
     backend = HFBackend(model, [tokenizer.eos_token_id], tokenizer.pad_token_id)
     short = RolloutConfig(max_context_tokens=32768, sampling=SamplingConfig(temperature=0, max_new_tokens=8))
