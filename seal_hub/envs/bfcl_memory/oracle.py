@@ -99,7 +99,7 @@ class MemoryOracle:
         if self.backend == "rec_sum":
             return [Action(tool_calls=(ToolCall("memory_retrieve", {}),))], json.dumps(memory.memory_retrieve())
         if self.backend == "vector":
-            found = memory.archival_memory_retrieve_all()
+            found = [entry["text"] for entry in memory.archival_memory_retrieve_all()["result"]]  # texts, not ids
             return [Action(tool_calls=(ToolCall("archival_memory_retrieve_all", {}),))], json.dumps(found)
         keys = memory.archival_memory_list_keys().get("keys", [])
         reads = tuple(ToolCall("archival_memory_retrieve", {"key": key}) for key in keys)
