@@ -148,6 +148,7 @@ class ExperimentConfig:
 
 
 def write_json(path: Path, data: Any) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_name(path.name + ".partial")
     partial.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     partial.replace(path)

@@ -102,6 +102,10 @@ def adapter_record(arm: Arm, run_dir: Path) -> dict[str, Any]:
 
 def evaluate_arm(config: ExperimentConfig, model_args: Any, arm: Arm | None, suite_name: str, out: Path) -> None:
     """Score the arm's final weights (or the untrained model) on `suite_name` under the paper's protocol."""
+    import torch
+    from accelerate import PartialState
+    from transformers.integrations.deepspeed import unset_hf_deepspeed_config
+
     from seal_hub.envs.suite import SuiteError, load_suite
     from seal_hub.evaluation import EvalProtocol, EvalSpec, ModelRunner, interface_record, run_evaluation
     from seal_hub.interface import InterfaceSnapshot
@@ -116,6 +120,7 @@ def evaluate_arm(config: ExperimentConfig, model_args: Any, arm: Arm | None, sui
         raise SuiteUnavailable(str(exc)) from None
     split_file = "paper" if suite_name == "bfcl" else None
     tasks = suite.select(suite.split_ids("test", split_file))[: config.eval_limit]
+    unset_hf_deepspeed_config()  # training's ZeRO-3 must not partition a model loaded for one process alone
     run_dir = Path(config.output_dir) / arm.name if arm is not None else None
     if run_dir is not None and not model_args.use_peft:  # a full fine-tune saved its whole model there
         model, tokenizer = load_policy(replace(model_args, model_name_or_path=str(run_dir)))
@@ -125,6 +130,8 @@ def evaluate_arm(config: ExperimentConfig, model_args: Any, arm: Arm | None, sui
             from peft import PeftModel
 
             model = PeftModel.from_pretrained(model, str(run_dir))
+    if torch.cuda.is_available() and not model_args.quantized:  # quantised models are placed when loaded
+        model.to(f"cuda:{PartialState().local_process_index}")
     model.eval()
     protocol = EvalProtocol(
         max_new_tokens=config.eval_max_new_tokens,
