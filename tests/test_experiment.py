@@ -164,7 +164,8 @@ def test_the_tables_put_the_papers_numbers_beside_ours(tmp_path):
     paper = paper_numbers()
     ours = {arm.name: 10.0 + i for i, arm in enumerate(ARMS)}
     results = [ArmResult(None, {"bfcl": _results(tmp_path / "base", 1.5, paper.num_tasks)})]
-    results += [ArmResult(arm, {"bfcl": _results(tmp_path / arm.name, ours[arm.name], paper.num_tasks)}) for arm in ARMS]
+    for arm in ARMS:
+        results.append(ArmResult(arm, {"bfcl": _results(tmp_path / arm.name, ours[arm.name], paper.num_tasks)}))
     text = experiment_tables(config, results)
     ablation = text[text.index("## Ablation") :]
     rows = {line.split("|")[1].strip(): line for line in ablation.splitlines()[::-1] if line.startswith("| ")}
