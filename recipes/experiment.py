@@ -28,6 +28,8 @@ import seal  # noqa: E402
 
 from seal_hub.experiment import (  # noqa: E402
     ARMS_BY_NAME,
+    BUDGET_KEYS,
+    SEED_KEYS,
     ExperimentConfig,
     eval_arms,
     evaluate_arm,
@@ -64,9 +66,11 @@ def main(config_path: str) -> Path | None:
         settings = {**settings, "model_name_or_path": resolve_model(settings["model_name_or_path"])}
         return parser.parse_dict(settings)
 
+    parsed = parse(config.arm_settings(ARMS_BY_NAME[config.arms[0]]))  # the budget as the recipe will run it
+    defaults = {key: getattr(args, key) for args in parsed for key in BUDGET_KEYS + SEED_KEYS if hasattr(args, key)}
     with state.main_process_first():
         if state.is_main_process:
-            open_manifest(config)
+            open_manifest(config, defaults)
     train_arms(config, parse, seal.main, is_main=state.is_main_process, barrier=state.wait_for_everyone)
     if not state.is_main_process:  # the main process alone evaluates and reports: no barrier waits on it
         return None

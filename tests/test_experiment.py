@@ -201,3 +201,10 @@ def test_the_tiny_experiment_runs_end_to_end_and_resumes(tmp_path, monkeypatch, 
     recipe().main(str(path))  # the relaunch trains and evaluates nothing
     again = capsys.readouterr().out
     assert again.count("already trained: skipped") == len(ARMS) and "experiment: evaluating" not in again
+
+
+def test_a_missing_base_config_is_one_line_naming_it(tmp_path):
+    path = tiny_config(tmp_path, base_config="no_such.yaml")
+    with pytest.raises(ExperimentError, match="base_config .*no_such.yaml"):
+        recipe().main(str(path))
+    assert not (tmp_path / "exp" / "manifest.json").exists()

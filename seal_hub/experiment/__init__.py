@@ -20,6 +20,8 @@ Not covered: the training itself (the caller passes `recipes/seal.py`'s `main`),
 from seal_hub.experiment.config import (
     ARMS,
     ARMS_BY_NAME,
+    BUDGET_KEYS,
+    SEED_KEYS,
     Arm,
     ExperimentConfig,
     ExperimentError,
@@ -31,6 +33,8 @@ from seal_hub.experiment.tables import experiment_tables, write_report
 __all__ = [
     "ARMS",
     "ARMS_BY_NAME",
+    "BUDGET_KEYS",
+    "SEED_KEYS",
     "Arm",
     "ArmResult",
     "ExperimentConfig",

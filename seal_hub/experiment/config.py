@@ -121,11 +121,11 @@ class ExperimentConfig:
         settings["model_name_or_path"] = resolve_model(settings["model_name_or_path"])
         return settings
 
-    def plan(self) -> dict[str, Any]:
-        """What decides the results: the manifest's content, compared on a rerun."""
+    def plan(self, defaults: dict[str, Any] | None = None) -> dict[str, Any]:
+        """What decides the results: the manifest's content, compared on a rerun. `defaults`: the recipe's
+        values of the budget and seed keys the YAML files leave unset (they are recorded too)."""
         arms = [ARMS_BY_NAME[name] for name in self.arms]
-        settings = {arm.name: self.arm_settings(arm) for arm in arms}
-        first = settings[arms[0].name]
+        first = {**(defaults or {}), **self.arm_settings(arms[0])}
         budget = {key: first[key] for key in BUDGET_KEYS if key in first}
         seeds = {key: first[key] for key in SEED_KEYS if key in first}
         return {
@@ -154,11 +154,11 @@ def write_json(path: Path, data: Any) -> None:
     partial.replace(path)
 
 
-def open_manifest(config: ExperimentConfig) -> dict[str, Any]:
+def open_manifest(config: ExperimentConfig, defaults: dict[str, Any] | None = None) -> dict[str, Any]:
     """Write the manifest, or check that an existing one holds the same plan (else mixing runs is refused)."""
     out = Path(config.output_dir)
     out.mkdir(parents=True, exist_ok=True)
-    plan = config.plan()
+    plan = config.plan(defaults)
     path = out / MANIFEST
     if path.exists():
         old = json.loads(path.read_text(encoding="utf-8"))
