@@ -181,6 +181,24 @@ def test_the_tables_put_the_papers_numbers_beside_ours(tmp_path):
     assert "Not comparable with the paper" in experiment_tables(config, few)
 
 
+def test_two_arms_train_evaluate_and_report_through_the_recipe(tmp_path, monkeypatch, capsys):
+    """The default suite's end-to-end check: the recipe, the trainer, the evaluation and the report, small."""
+    monkeypatch.setenv("SEAL_HUB_CACHE", str(tmp_path / "cache"))
+    path = tiny_config(tmp_path, arms=["vanilla", "seal"], evaluate_base=False, eval_suites=["bfcl"], eval_limit=1)
+    table = recipe().main(str(path))
+    assert capsys.readouterr().out.strip().splitlines()[-1] == (
+        f"experiment: 2 arms trained and evaluated; table in {table}"
+    )
+    manifest = json.loads((tmp_path / "exp" / "manifest.json").read_text())
+    assert [a["name"] for a in manifest["arms"]] == ["vanilla", "seal"] and manifest["budget"]["max_steps"] == 1
+    for name in ("vanilla", "seal"):
+        run_config = json.loads((tmp_path / "exp" / name / "run_config.json").read_text())
+        assert run_config["reweighting"] == (name == "seal")
+        assert json.loads((tmp_path / "exp" / name / "eval" / "bfcl" / "results.json").read_text())["num_tasks"] == 1
+    text = table.read_text()
+    assert "| vanilla RL |" in text and "| SEAL |" in text and "w/o reweighting" not in text
+
+
 @pytest.mark.slow
 def test_the_tiny_experiment_runs_end_to_end_and_resumes(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("SEAL_HUB_CACHE", str(tmp_path / "cache"))
