@@ -20,7 +20,6 @@ import sys
 from pathlib import Path
 
 from accelerate import PartialState
-from transformers import HfArgumentParser
 from trl import TrlParser
 
 sys.path.insert(0, str(Path(__file__).parent))  # recipes/ is not a package: seal.py sits beside this file
@@ -68,15 +67,14 @@ def main(config_path: str) -> Path | None:
 
     parsed = parse(config.arm_settings(ARMS_BY_NAME[config.arms[0]]))  # the budget as the recipe will run it
     defaults = {key: getattr(args, key) for args in parsed for key in BUDGET_KEYS + SEED_KEYS if hasattr(args, key)}
+    model_args = parsed[2]  # the arms share the model (and the eval below must not parse again: no barriers there)
+    del parsed
     with state.main_process_first():
         if state.is_main_process:
             open_manifest(config, defaults)
     train_arms(config, parse, seal.main, is_main=state.is_main_process, barrier=state.wait_for_everyone)
     if not state.is_main_process:  # the main process alone evaluates and reports: no barrier waits on it
         return None
-    settings = config.arm_settings(ARMS_BY_NAME[config.arms[0]])  # the arms share the model
-    settings["model_name_or_path"] = resolve_model(settings["model_name_or_path"])
-    (model_args,) = HfArgumentParser(PolicyConfig).parse_dict(settings, allow_extra_keys=True)  # no training args
     results = eval_arms(config, lambda arm, suite, out: evaluate_arm(config, model_args, arm, suite, out))
     table = write_report(config, results)
     print(f"experiment: {len(config.arms)} arms trained and evaluated; table in {table}")

@@ -96,7 +96,9 @@ def adapter_record(arm: Arm, run_dir: Path) -> dict[str, Any]:
     digest = hashlib.sha256()
     for path in sorted(run_dir.glob("*.safetensors")):
         digest.update(path.name.encode())
-        digest.update(path.read_bytes())
+        with path.open("rb") as weights:  # streamed: a full fine-tune's shards are many GB
+            while chunk := weights.read(1 << 24):
+                digest.update(chunk)
     return {"ref": arm.name, "repo": run_dir.name, "revision": "final", "commit": digest.hexdigest()[:40]}
 
 
