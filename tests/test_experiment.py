@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -226,3 +228,23 @@ def test_a_missing_base_config_is_one_line_naming_it(tmp_path):
     with pytest.raises(ExperimentError, match="base_config .*no_such.yaml"):
         recipe().main(str(path))
     assert not (tmp_path / "exp" / "manifest.json").exists()
+
+
+@pytest.mark.slow
+def test_two_processes_train_every_arm_and_only_rank_0_evaluates(tmp_path):
+    """torchrun stands in for `accelerate launch` with two CPU processes (see test_trainer_distributed.py)."""
+    path = tiny_config(tmp_path, arms=["vanilla", "seal"], evaluate_base=False, eval_suites=["bfcl"], eval_limit=1)
+    env = os.environ | {"OMP_NUM_THREADS": "1", "SEAL_HUB_CACHE": str(tmp_path / "cache")}
+    script = ROOT / "recipes" / "experiment.py"
+    command = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", str(script)]
+    result = subprocess.run(
+        [*command, "--config", str(path)], capture_output=True, text=True, timeout=900, env=env, cwd=tmp_path
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    lines = [line for line in result.stdout.splitlines() if line.startswith("experiment: ")]
+    assert sum(line.startswith("experiment: training arm") for line in lines) == 4  # both ranks train both arms
+    assert sum(line.startswith("experiment: evaluating") for line in lines) == 2  # rank 0 alone evaluates
+    assert lines[-1].startswith("experiment: 2 arms trained and evaluated; table in ")
+    for name in ("vanilla", "seal"):
+        assert json.loads((tmp_path / "exp" / name / "arm.json").read_text())["trained"] is True
+        assert (tmp_path / "exp" / name / "eval" / "bfcl" / "results.json").exists()
