@@ -109,9 +109,9 @@ def write_report(config: ExperimentConfig, results: Sequence[ArmResult]) -> Path
         "# The paper's experiment",
         "",
         f"Base config `{manifest['base_config']}`, model `{manifest['model']}`; every arm on the same budget: "
-        + ", ".join(f"{k} {v}" for k, v in manifest["budget"].items())
+        + ", ".join(f"{k} {'unset' if v is None else v}" for k, v in manifest["budget"].items())
         + "; seeds: "
-        + ", ".join(f"{k} {v}" for k, v in manifest["seeds"].items())
+        + ", ".join(f"{k} {'unset' if v is None else v}" for k, v in manifest["seeds"].items())
         + f". Plots and the training curves: [{report.path.name}]({report.path.name}).",
         "",
         experiment_tables(config, results),
