@@ -1,0 +1,92 @@
+"""The paper's experiment as one command: five arms on one budget, evaluated on the held-out split, one table.
+
+    accelerate launch recipes/experiment.py --config recipes/configs/experiment_tiny.yaml
+    accelerate launch --config_file recipes/accelerate/single_gpu.yaml recipes/experiment.py \
+        --config recipes/configs/experiment_qwen2.5-3b-lora.yaml
+
+The arms are the paper's: vanilla GRPO (all three SEAL switches off), full SEAL, and without environment
+adaptation / reweighting / the closed loop. Each is `recipes/seal.py` on the experiment's base config plus its
+switches (a run directory under `output_dir`); each arm's final weights, and the untrained model, are scored with
+`seal_hub.evaluation` on the BFCL test split (and the OOD suites the config lists); `seal_hub.report` draws the
+plots and `output_dir/report/experiment.md` puts the paper's Table 1 and ablation beside ours. Relaunching the
+same command resumes: trained arms and finished evaluations are skipped, an interrupted arm resumes from its
+last checkpoint. The fields of an experiment config: `seal_hub.experiment.ExperimentConfig`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from accelerate import PartialState
+from trl import TrlParser
+
+sys.path.insert(0, str(Path(__file__).parent))  # recipes/ is not a package: seal.py sits beside this file
+import seal  # noqa: E402
+
+from seal_hub.experiment import (  # noqa: E402
+    ARMS_BY_NAME,
+    BUDGET_KEYS,
+    SEED_KEYS,
+    ExperimentConfig,
+    eval_arms,
+    evaluate_arm,
+    open_manifest,
+    train_arms,
+    write_report,
+)
+from seal_hub.hub import HubError  # noqa: E402
+from seal_hub.hub.sources import SourceError  # noqa: E402
+from seal_hub.interface import InterfaceError  # noqa: E402
+from seal_hub.models import PolicyConfig  # noqa: E402
+from seal_hub.trainer import SealConfig  # noqa: E402
+
+
+def resolve_model(name: str) -> str:
+    """`tiny`: the tiny random policy (built once in seal_hub's cache, as `seal-hub eval --model tiny`)."""
+    if name != "tiny":
+        return name
+    from seal_hub.models import build_tiny_model, cache_root
+
+    path = cache_root() / "tiny-policy"
+    with PartialState().main_process_first():
+        if not (path / "config.json").exists():
+            build_tiny_model(path)
+    return str(path)
+
+
+def main(config_path: str) -> Path | None:
+    config = ExperimentConfig.from_yaml(config_path)
+    state = PartialState()
+    parser = TrlParser((seal.SealScriptArguments, SealConfig, PolicyConfig))
+
+    def parse(settings: dict):
+        settings = {**settings, "model_name_or_path": resolve_model(settings["model_name_or_path"])}
+        return parser.parse_dict(settings)
+
+    parsed = parse(config.arm_settings(ARMS_BY_NAME[config.arms[0]]))  # the budget as the recipe will run it
+    defaults = {key: getattr(args, key) for args in parsed for key in BUDGET_KEYS + SEED_KEYS if hasattr(args, key)}
+    model_args = parsed[2]  # the arms share the model (and the eval below must not parse again: no barriers there)
+    del parsed
+    with state.main_process_first():
+        if state.is_main_process:
+            open_manifest(config, defaults)
+    train_arms(config, parse, seal.main, is_main=state.is_main_process, barrier=state.wait_for_everyone)
+    if not state.is_main_process:  # the main process alone evaluates and reports: no barrier waits on it
+        return None
+    results = eval_arms(config, lambda arm, suite, out: evaluate_arm(config, model_args, arm, suite, out))
+    table = write_report(config, results)
+    print(f"experiment: {len(config.arms)} arms trained and evaluated; table in {table}")
+    return table
+
+
+if __name__ == "__main__":
+    cli = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    cli.add_argument("--config", required=True, help="an experiment config (recipes/configs/experiment_*.yaml)")
+    args = cli.parse_args()
+    try:
+        main(args.config)
+    except (ValueError, HubError, SourceError, InterfaceError) as exc:  # ExperimentError included
+        print(f"experiment.py: error: {exc}", file=sys.stderr)
+        sys.exit(2)

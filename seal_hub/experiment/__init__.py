@@ -1,0 +1,49 @@
+"""The paper's experiment: five arms trained on one budget, each evaluated on the held-out split, one report.
+
+An experiment configuration (`recipes/configs/experiment_*.yaml`) names one per-run recipe configuration
+(`base_config`), overrides that apply to every arm (`base`), and the evaluation settings. Each arm is the base
+plus its ablation switches only (`ARMS`: vanilla GRPO = all three off, full SEAL, and one switch off each), so
+the budget (steps, batch, rollouts, tasks, seed) is identical by construction; `manifest.json` in the output
+directory records the arms, their overrides, the budget and the seeds, and a rerun with a different plan is
+refused rather than mixed into the old one.
+
+Resumable per arm: an arm whose `arm.json` says trained is skipped, an interrupted one is relaunched into its
+run directory (the recipe resumes from its last checkpoint), and evaluations resume through
+`seal_hub.evaluation.run_evaluation` (a finished one is read back, not rerun). Under several processes every
+process trains, then only the main process evaluates and reports (the others return, so no barrier waits
+through a long evaluation).
+
+Not covered: the training itself (the caller passes `recipes/seal.py`'s `main`), the tables and figures of
+`seal-hub report` (reused as they are), the paper's OOD suites that need the live web or an LLM user.
+"""
+
+from seal_hub.experiment.config import (
+    ARMS,
+    ARMS_BY_NAME,
+    BUDGET_KEYS,
+    SEED_KEYS,
+    Arm,
+    ExperimentConfig,
+    ExperimentError,
+    open_manifest,
+)
+from seal_hub.experiment.run import ArmResult, SuiteUnavailable, eval_arms, evaluate_arm, train_arms
+from seal_hub.experiment.tables import experiment_tables, write_report
+
+__all__ = [
+    "ARMS",
+    "ARMS_BY_NAME",
+    "BUDGET_KEYS",
+    "SEED_KEYS",
+    "Arm",
+    "ArmResult",
+    "ExperimentConfig",
+    "ExperimentError",
+    "SuiteUnavailable",
+    "eval_arms",
+    "evaluate_arm",
+    "experiment_tables",
+    "open_manifest",
+    "train_arms",
+    "write_report",
+]

@@ -1,0 +1,183 @@
+"""An experiment's configuration, its arms, and the manifest that pins its plan in the output directory.
+
+Each arm is the base config plus its ablation switches only (`ARMS`), so the budget is identical by
+construction; `open_manifest` records the plan (arms, overrides, budget, seeds, evaluation) and refuses an
+output directory that holds another plan. Not covered: running arms (`seal_hub.experiment.run`), tables
+(`seal_hub.experiment.tables`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+MANIFEST, ARM_FILE, REPORT_DIR, TABLE_FILE = "manifest.json", "arm.json", "report", "experiment.md"
+SCHEMA = "seal_hub.experiment/1"
+SWITCHES = ("env_adaptation", "reweighting", "closed_loop")
+BUDGET_KEYS = (
+    "max_steps",
+    "num_train_epochs",
+    "per_device_train_batch_size",
+    "gradient_accumulation_steps",
+    "num_generations",
+    "num_train_tasks",
+    "learning_rate",
+    "max_steps_per_episode",
+    "max_completion_length",
+)
+SEED_KEYS = ("seed", "split_file", "split_seed")
+
+
+class ExperimentError(ValueError):
+    """A configuration or output directory to fix; the message says what and how."""
+
+
+@dataclass(frozen=True)
+class Arm:
+    name: str  # run directory under the experiment's output_dir
+    label: str  # the paper's name for it (its ablation table, `seal_hub.report.naming.variant`)
+    switches: dict[str, bool]
+
+
+ARMS = (
+    Arm("vanilla", "vanilla RL", dict.fromkeys(SWITCHES, False)),
+    Arm("seal", "SEAL", dict.fromkeys(SWITCHES, True)),
+    Arm("no_env_adaptation", "w/o env adaptation", {**dict.fromkeys(SWITCHES, True), "env_adaptation": False}),
+    Arm("no_reweighting", "w/o reweighting", {**dict.fromkeys(SWITCHES, True), "reweighting": False}),
+    Arm("no_closed_loop", "w/o closed loop", {**dict.fromkeys(SWITCHES, True), "closed_loop": False}),
+)
+ARMS_BY_NAME = {arm.name: arm for arm in ARMS}
+
+
+@dataclass(frozen=True)
+class ExperimentConfig:
+    base_config: str = field(
+        metadata={"help": "The per-run recipe config every arm starts from (relative: to this file)."}
+    )
+    output_dir: str = field(metadata={"help": "One run directory per arm, the manifest and the report go here."})
+    base: dict[str, Any] = field(default_factory=dict, metadata={"help": "Overrides of base_config for every arm."})
+    arms: tuple[str, ...] = field(
+        default=tuple(a.name for a in ARMS), metadata={"help": f"Arms to run, of {', '.join(ARMS_BY_NAME)}."}
+    )
+    evaluate_base: bool = field(default=True, metadata={"help": "Also evaluate the untrained model (Table 1's base)."})
+    eval_suites: tuple[str, ...] = field(
+        default=("bfcl",), metadata={"help": "Suites to evaluate on: bfcl (its test split) first, then OOD suites."}
+    )
+    eval_limit: int | None = field(default=None, metadata={"help": "First N tasks of each suite (all if unset)."})
+    eval_max_new_tokens: int = field(default=512, metadata={"help": "Tokens per model step at evaluation."})
+    eval_max_context_tokens: int = field(default=8192, metadata={"help": "Longest evaluated episode, in tokens."})
+    eval_batch_size: int = field(default=16, metadata={"help": "Episodes generated together at evaluation."})
+
+    def __post_init__(self) -> None:
+        unknown = [a for a in self.arms if a not in ARMS_BY_NAME]
+        if unknown or not self.arms:
+            raise ExperimentError(f"arms: unknown {unknown or 'empty list'}; choose from {', '.join(ARMS_BY_NAME)}")
+        if len(set(self.arms)) != len(self.arms):
+            raise ExperimentError(f"arms: {list(self.arms)} names an arm twice; list each once")
+        fixed = sorted(set(self.base) & {*SWITCHES, "output_dir"})
+        if fixed:
+            raise ExperimentError(f"base: {fixed} are set per arm by the experiment; remove them from base")
+        if not self.eval_suites or self.eval_suites[0] != "bfcl":
+            raise ExperimentError(f"eval_suites: {list(self.eval_suites)} must start with 'bfcl' (the paper's test)")
+        if self.eval_limit is not None and self.eval_limit < 1:
+            raise ExperimentError(f"eval_limit must be >= 1 or unset, got {self.eval_limit}")
+
+    @classmethod
+    def from_yaml(cls, path: str | Path) -> ExperimentConfig:
+        path = Path(path)
+        try:
+            data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        except (OSError, yaml.YAMLError) as exc:
+            raise ExperimentError(f"{path}: cannot read the experiment config ({exc})") from None
+        if not isinstance(data, dict):
+            raise ExperimentError(f"{path}: an experiment config is a mapping of its fields")
+        known = {name for name in cls.__dataclass_fields__}
+        extra = sorted(set(data) - known)
+        if extra:
+            raise ExperimentError(f"{path}: unknown key(s) {extra}; the fields are {sorted(known)}")
+        base_config = Path(data.get("base_config", ""))
+        data["base_config"] = str(base_config if base_config.is_absolute() else path.parent / base_config)
+        for key in ("arms", "eval_suites"):
+            if key in data:
+                data[key] = tuple(data[key])
+        try:
+            return cls(**data)
+        except TypeError as exc:
+            raise ExperimentError(f"{path}: {exc}") from None
+
+    def arm_settings(self, arm: Arm, resolve_model: Callable[[str], str] = str) -> dict[str, Any]:
+        """The recipe's settings of `arm`: base config, then the common overrides, then the arm's switches."""
+        try:
+            settings = yaml.safe_load(Path(self.base_config).read_text(encoding="utf-8"))
+        except (OSError, yaml.YAMLError) as exc:
+            raise ExperimentError(f"base_config {self.base_config}: cannot read it ({exc})") from None
+        settings = {**settings, **self.base, **arm.switches, "output_dir": str(Path(self.output_dir) / arm.name)}
+        settings["model_name_or_path"] = resolve_model(settings["model_name_or_path"])
+        return settings
+
+    def plan(self, defaults: dict[str, Any] | None = None) -> dict[str, Any]:
+        """What decides the results: the manifest's content, compared on a rerun. `defaults`: the recipe's
+        values of the budget and seed keys the YAML files leave unset (they are recorded too)."""
+        arms = [ARMS_BY_NAME[name] for name in self.arms]
+        first = {**(defaults or {}), **self.arm_settings(arms[0])}
+        budget = {key: first[key] for key in BUDGET_KEYS if key in first}
+        seeds = {key: first[key] for key in SEED_KEYS if key in first}
+        return {
+            "schema": SCHEMA,
+            "base_config": Path(self.base_config).name,
+            "base_overrides": self.base,
+            "model": first["model_name_or_path"],
+            "budget": budget,
+            "seeds": seeds,
+            "arms": [{"name": a.name, "label": a.label, "overrides": a.switches} for a in arms],
+            "evaluation": {
+                "suites": list(self.eval_suites),
+                "split": "test",
+                "limit": self.eval_limit,
+                "max_new_tokens": self.eval_max_new_tokens,
+                "max_context_tokens": self.eval_max_context_tokens,
+                "base_model": self.evaluate_base,
+            },
+        }
+
+
+def write_json(path: Path, data: Any) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(path.name + ".partial")
+    partial.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    partial.replace(path)
+
+
+def open_manifest(config: ExperimentConfig, defaults: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Write the manifest, or check that an existing one holds the same plan (else mixing runs is refused)."""
+    out = Path(config.output_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    plan = config.plan(defaults)
+    path = out / MANIFEST
+    if path.exists():
+        old = json.loads(path.read_text(encoding="utf-8"))
+        old_plan = {k: v for k, v in old.items() if k != "digest"}
+        if old_plan != json.loads(json.dumps(plan)):
+            differ = sorted(k for k in plan if old_plan.get(k) != json.loads(json.dumps(plan[k])))
+            raise ExperimentError(
+                f"{path}: holds another experiment ({', '.join(differ)} differ); use a new output_dir or delete it"
+            )
+        return old
+    manifest = {**plan, "digest": hashlib.sha256(json.dumps(plan, sort_keys=True).encode()).hexdigest()[:16]}
+    write_json(path, manifest)
+    return manifest
+
+
+def arm_trained(config: ExperimentConfig, arm: Arm) -> bool:
+    path = Path(config.output_dir) / arm.name / ARM_FILE
+    return path.exists() and json.loads(path.read_text(encoding="utf-8")).get("trained") is True
+
+
+def mark_trained(config: ExperimentConfig, arm: Arm) -> None:
+    write_json(Path(config.output_dir) / arm.name / ARM_FILE, {"arm": arm.name, "label": arm.label, "trained": True})

@@ -1,0 +1,250 @@
+"""The paper's experiment (`recipes/experiment.py`, `seal_hub.experiment`): the arms and their shared budget, the
+manifest, per-arm resume of training and evaluation, the paper's tables beside ours, and (slow) the tiny
+configuration end to end on CPU."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from seal_hub.experiment import (
+    ARMS,
+    ArmResult,
+    ExperimentConfig,
+    ExperimentError,
+    SuiteUnavailable,
+    eval_arms,
+    experiment_tables,
+    open_manifest,
+    train_arms,
+)
+from seal_hub.experiment.config import SWITCHES
+from seal_hub.report.naming import variant
+from seal_hub.report.paper import paper_numbers
+
+ROOT = Path(__file__).resolve().parents[1]
+CONFIGS = ROOT / "recipes" / "configs"
+EXPERIMENTS = sorted(CONFIGS.glob("experiment_*.yaml"))
+
+
+def recipe():
+    if "experiment_recipe" not in sys.modules:  # recipes/ is not a package: load the script as a module, once
+        spec = importlib.util.spec_from_file_location("experiment_recipe", ROOT / "recipes" / "experiment.py")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules["experiment_recipe"] = module
+        spec.loader.exec_module(module)
+    return sys.modules["experiment_recipe"]
+
+
+def tiny_config(tmp_path: Path, **changes) -> Path:
+    data = yaml.safe_load((CONFIGS / "experiment_tiny.yaml").read_text())
+    data |= {"base_config": str(CONFIGS / data["base_config"]), "output_dir": str(tmp_path / "exp")} | changes
+    path = tmp_path / "experiment.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def test_the_arms_are_the_papers_five_named_as_the_report_names_them():
+    assert len(ARMS) == 5 and len({a.name for a in ARMS}) == 5
+    off = sorted(sum(not v for v in arm.switches.values()) for arm in ARMS)
+    assert off == [0, 1, 1, 1, 3]  # SEAL, one switch off each, vanilla GRPO
+    for arm in ARMS:
+        assert set(arm.switches) == set(SWITCHES)
+        assert arm.label == variant(arm.switches)
+    paper = {r.setting for r in paper_numbers().results if r.table == "ablation"}
+    assert {a.label for a in ARMS} == paper
+
+
+@pytest.mark.parametrize("path", EXPERIMENTS, ids=lambda p: p.stem)
+def test_every_arm_has_the_same_budget_and_parses_into_the_recipe(path, tmp_path):
+    config = ExperimentConfig.from_yaml(path)
+    assert Path(config.base_config).exists() and config.eval_suites[0] == "bfcl"
+    settings = {arm.name: config.arm_settings(arm) for arm in ARMS}
+    rest = [{k: v for k, v in s.items() if k not in (*SWITCHES, "output_dir")} for s in settings.values()]
+    assert all(r == rest[0] for r in rest)
+    assert len({s["output_dir"] for s in settings.values()}) == len(ARMS)
+    for arm in ARMS:
+        assert {k: settings[arm.name][k] for k in SWITCHES} == arm.switches
+    module = recipe()
+    cpu = {"bf16": False, "use_cpu": True, "load_in_4bit": False, "use_vllm": False, "output_dir": str(tmp_path)}
+    for arm in ARMS:  # every key is one the recipe knows, with valid values (GPU-only settings off on this CPU)
+        script, training, model = module.TrlParser(
+            (module.seal.SealScriptArguments, module.SealConfig, module.PolicyConfig)
+        ).parse_dict({**settings[arm.name], **cpu})
+        assert (training.env_adaptation, training.reweighting, training.closed_loop) == tuple(
+            arm.switches[s] for s in SWITCHES
+        )
+
+
+def test_bad_configs_are_refused_with_the_field(tmp_path):
+    with pytest.raises(ExperimentError, match="arms"):
+        ExperimentConfig.from_yaml(tiny_config(tmp_path, arms=["seal", "no_such_arm"]))
+    with pytest.raises(ExperimentError, match="reweighting"):
+        ExperimentConfig.from_yaml(tiny_config(tmp_path, base={"reweighting": False}))
+    with pytest.raises(ExperimentError, match="eval_suite"):
+        ExperimentConfig.from_yaml(tiny_config(tmp_path, eval_suite=["bfcl"]))
+    with pytest.raises(ExperimentError, match="eval_suites"):
+        ExperimentConfig.from_yaml(tiny_config(tmp_path, eval_suites=["bfcl-single"]))
+
+
+def test_the_manifest_records_the_plan_and_refuses_another(tmp_path):
+    config = ExperimentConfig.from_yaml(tiny_config(tmp_path))
+    manifest = open_manifest(config)
+    assert [a["name"] for a in manifest["arms"]] == list(config.arms)
+    assert manifest["budget"]["max_steps"] == config.base["max_steps"]
+    assert manifest["seeds"]["seed"] == config.arm_settings(ARMS[0])["seed"]
+    assert open_manifest(config) == manifest  # the same plan reopens
+    longer = ExperimentConfig.from_yaml(tiny_config(tmp_path, base={**config.base, "max_steps": 3}))
+    with pytest.raises(ExperimentError, match="budget"):
+        open_manifest(longer)
+    assert json.loads((Path(config.output_dir) / "manifest.json").read_text()) == manifest  # not overwritten
+
+
+def test_trained_arms_are_skipped_and_an_interrupted_one_trains_again(tmp_path):
+    config = ExperimentConfig.from_yaml(tiny_config(tmp_path))
+    calls = []
+
+    def train(settings):
+        calls.append(Path(settings["output_dir"]).name)
+        if len(calls) == 3:
+            raise KeyboardInterrupt  # killed during the third arm
+
+    with pytest.raises(KeyboardInterrupt):
+        train_arms(config, lambda s: (s,), train, log=lambda _: None)
+    assert calls == list(config.arms[:3])
+    calls.clear()
+    trained = train_arms(config, lambda s: (s,), lambda s: calls.append(Path(s["output_dir"]).name), log=print)
+    assert calls == list(config.arms[2:]) and [a.name for a in trained] == calls
+    calls.clear()
+    assert train_arms(config, lambda s: (s,), lambda s: calls.append(s), log=lambda _: None) == [] and calls == []
+
+
+def test_only_the_main_process_marks_arms_trained(tmp_path):
+    config = ExperimentConfig.from_yaml(tiny_config(tmp_path, arms=["seal"]))
+    train_arms(config, lambda s: (s,), lambda s: None, is_main=False, log=lambda _: None)
+    assert not (Path(config.output_dir) / "seal" / "arm.json").exists()
+
+
+def test_finished_evaluations_are_kept_and_a_missing_suite_is_noted(tmp_path):
+    config = ExperimentConfig.from_yaml(tiny_config(tmp_path, eval_suites=["bfcl", "tau2-telecom"]))
+    calls, logged = [], []
+
+    def evaluate(arm, suite, out):
+        calls.append((arm.name if arm else "base", suite))
+        if suite == "tau2-telecom":
+            raise SuiteUnavailable("install the extra")
+        out.mkdir(parents=True)
+        (out / "results.json").write_text("{}")
+
+    results = eval_arms(config, evaluate, log=logged.append)
+    assert len(calls) == 2 * (len(config.arms) + 1)
+    assert all(set(r.evals) == {"bfcl"} for r in results) and results[0].label == "base"
+    assert sum("tau2-telecom skipped (install the extra)" in line for line in logged) == len(config.arms) + 1
+    calls.clear()
+    eval_arms(config, evaluate, log=lambda _: None)
+    assert {suite for _, suite in calls} == {"tau2-telecom"}  # bfcl is finished everywhere: not rerun
+
+
+def _results(out: Path, average: float, num_tasks: int) -> Path:
+    out.mkdir(parents=True)
+    per = {"base": {"passed": 1, "total": num_tasks, "success_rate": average}}
+    (out / "results.json").write_text(
+        json.dumps({"num_tasks": num_tasks, "scores": {"average": average, "per_category": per}})
+    )
+    return out
+
+
+def test_the_tables_put_the_papers_numbers_beside_ours(tmp_path):
+    config = ExperimentConfig.from_yaml(tiny_config(tmp_path, base={"model_name_or_path": "Qwen/Qwen2.5-7B-Instruct"}))
+    paper = paper_numbers()
+    ours = {arm.name: 10.0 + i for i, arm in enumerate(ARMS)}
+    results = [ArmResult(None, {"bfcl": _results(tmp_path / "base", 1.5, paper.num_tasks)})]
+    for arm in ARMS:
+        results.append(ArmResult(arm, {"bfcl": _results(tmp_path / arm.name, ours[arm.name], paper.num_tasks)}))
+    text = experiment_tables(config, results)
+    ablation = text[text.index("## Ablation") :]
+    rows = {line.split("|")[1].strip(): line for line in ablation.splitlines()[::-1] if line.startswith("| ")}
+    for result in paper.results:
+        if result.table == "ablation":
+            arm = next(a for a in ARMS if a.label == result.setting)
+            assert f"| {result.average:.2f} | {ours[arm.name]:.2f} ({paper.num_tasks} tasks)" in rows[result.setting]
+    main = {r.setting: r.average for r in paper.for_model("Qwen/Qwen2.5-7B-Instruct")}
+    assert f"| base | {main['base']:.2f} | 1.50 ({paper.num_tasks} tasks)" in text
+    assert f"| SEAL | {main['SEAL']:.2f} | {ours['seal']:.2f} ({paper.num_tasks} tasks)" in text
+    assert "not comparable" not in text.lower()
+    few = [ArmResult(ARMS[1], {"bfcl": _results(tmp_path / "few", 3.0, 2)})]
+    assert "Not comparable with the paper" in experiment_tables(config, few)
+
+
+def test_two_arms_train_evaluate_and_report_through_the_recipe(tmp_path, monkeypatch, capsys):
+    """The default suite's end-to-end check: the recipe, the trainer, the evaluation and the report, small."""
+    monkeypatch.setenv("SEAL_HUB_CACHE", str(tmp_path / "cache"))
+    path = tiny_config(tmp_path, arms=["vanilla", "seal"], evaluate_base=False, eval_suites=["bfcl"], eval_limit=1)
+    table = recipe().main(str(path))
+    assert capsys.readouterr().out.strip().splitlines()[-1] == (
+        f"experiment: 2 arms trained and evaluated; table in {table}"
+    )
+    manifest = json.loads((tmp_path / "exp" / "manifest.json").read_text())
+    assert [a["name"] for a in manifest["arms"]] == ["vanilla", "seal"] and manifest["budget"]["max_steps"] == 1
+    for name in ("vanilla", "seal"):
+        run_config = json.loads((tmp_path / "exp" / name / "run_config.json").read_text())
+        assert run_config["reweighting"] == (name == "seal")
+        assert json.loads((tmp_path / "exp" / name / "eval" / "bfcl" / "results.json").read_text())["num_tasks"] == 1
+    text = table.read_text()
+    assert "| vanilla RL |" in text and "| SEAL |" in text and "w/o reweighting" not in text
+
+
+@pytest.mark.slow
+def test_the_tiny_experiment_runs_end_to_end_and_resumes(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("SEAL_HUB_CACHE", str(tmp_path / "cache"))
+    path = tiny_config(tmp_path)
+    table = recipe().main(str(path))
+    out = capsys.readouterr().out.strip().splitlines()
+    config = ExperimentConfig.from_yaml(path)
+    assert out[-1] == f"experiment: {len(ARMS)} arms trained and evaluated; table in {table}"
+    root = Path(config.output_dir)
+    for arm in ARMS:
+        assert (root / arm.name / "adapter_model.safetensors").exists()
+        for suite in config.eval_suites:
+            results = json.loads((root / arm.name / "eval" / suite / "results.json").read_text())
+            assert results["num_tasks"] == config.eval_limit and results["adapter"]["ref"] == arm.name
+    text = table.read_text()
+    assert all(f"| {arm.label} |" in text for arm in ARMS)
+    assert (table.parent / "report.md").exists() and list(table.parent.glob("*.png"))
+    recipe().main(str(path))  # the relaunch trains and evaluates nothing
+    again = capsys.readouterr().out
+    assert again.count("already trained: skipped") == len(ARMS) and "experiment: evaluating" not in again
+
+
+def test_a_missing_base_config_is_one_line_naming_it(tmp_path):
+    path = tiny_config(tmp_path, base_config="no_such.yaml")
+    with pytest.raises(ExperimentError, match="base_config .*no_such.yaml"):
+        recipe().main(str(path))
+    assert not (tmp_path / "exp" / "manifest.json").exists()
+
+
+@pytest.mark.slow
+def test_two_processes_train_every_arm_and_only_rank_0_evaluates(tmp_path):
+    """torchrun stands in for `accelerate launch` with two CPU processes (see test_trainer_distributed.py)."""
+    path = tiny_config(tmp_path, arms=["vanilla", "seal"], evaluate_base=False, eval_suites=["bfcl"], eval_limit=1)
+    env = os.environ | {"OMP_NUM_THREADS": "1", "SEAL_HUB_CACHE": str(tmp_path / "cache")}
+    script = ROOT / "recipes" / "experiment.py"
+    command = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", str(script)]
+    result = subprocess.run(
+        [*command, "--config", str(path)], capture_output=True, text=True, timeout=900, env=env, cwd=tmp_path
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    lines = [line for line in result.stdout.splitlines() if line.startswith("experiment: ")]
+    assert sum(line.startswith("experiment: training arm") for line in lines) == 4  # both ranks train both arms
+    assert sum(line.startswith("experiment: evaluating") for line in lines) == 2  # rank 0 alone evaluates
+    assert lines[-1].startswith("experiment: 2 arms trained and evaluated; table in ")
+    for name in ("vanilla", "seal"):
+        assert json.loads((tmp_path / "exp" / name / "arm.json").read_text())["trained"] is True
+        assert (tmp_path / "exp" / name / "eval" / "bfcl" / "results.json").exists()
