@@ -46,7 +46,7 @@ def _verify_gt(args: argparse.Namespace) -> int:
 
 def _policy(name: str):
     """`tiny` (built once in the cache), `demo` (SmolLM2, offline from its GGUF), or a Hub id / local path."""
-    from seal_hub.models import PolicyConfig, build_tiny_model, cache_root, load_policy
+    from seal_hub.models import PolicyConfig, build_tiny_model, cache_root, load_policy, place_for_inference
 
     if name == "tiny":
         path = cache_root() / "tiny-policy"
@@ -58,7 +58,7 @@ def _policy(name: str):
     else:
         config = PolicyConfig(model_name_or_path=name)
     model, tokenizer = load_policy(config)
-    return model, tokenizer, config
+    return place_for_inference(model, config), tokenizer, config
 
 
 def _rollout(args: argparse.Namespace) -> int:

@@ -424,3 +424,20 @@ def test_demo_model_converts_once_and_chats(tmp_path, monkeypatch, tiny, suite):
     n_tiny, n_smol = len(tiny_tokenizer(text)["input_ids"]), len(tokenizer(text)["input_ids"])
     print(f"BFCL prompt: {n_tiny} tokens (tiny, {len(tiny_tokenizer)} vocab) vs {n_smol} (SmolLM2, {len(tokenizer)})")
     assert n_tiny < n_smol
+
+
+def test_place_for_inference_leaves_a_cpu_machine_alone(tiny_dir):
+    from seal_hub.models import place_for_inference
+
+    config = PolicyConfig(model_name_or_path=str(tiny_dir))
+    model, _ = load_policy(config)
+    expected = "cuda" if torch.cuda.is_available() else "cpu"
+    assert place_for_inference(model, config).device.type == expected
+
+
+@pytest.mark.gpu
+def test_cli_policies_generate_on_the_gpu(tiny_dir):
+    from seal_hub.cli import _policy
+
+    model, _, _ = _policy(str(tiny_dir))
+    assert model.device.type == "cuda"

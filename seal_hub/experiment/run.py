@@ -104,14 +104,12 @@ def adapter_record(arm: Arm, run_dir: Path) -> dict[str, Any]:
 
 def evaluate_arm(config: ExperimentConfig, model_args: Any, arm: Arm | None, suite_name: str, out: Path) -> None:
     """Score the arm's final weights (or the untrained model) on `suite_name` under the paper's protocol."""
-    import torch
-    from accelerate import PartialState
     from transformers.integrations.deepspeed import unset_hf_deepspeed_config
 
     from seal_hub.envs.suite import SuiteError, load_suite
     from seal_hub.evaluation import EvalProtocol, EvalSpec, ModelRunner, interface_record, run_evaluation
     from seal_hub.interface import InterfaceSnapshot
-    from seal_hub.models import load_policy
+    from seal_hub.models import load_policy, place_for_inference
     from seal_hub.rollout import HFBackend, PolicyInfo, RolloutEngine
 
     try:
@@ -132,8 +130,7 @@ def evaluate_arm(config: ExperimentConfig, model_args: Any, arm: Arm | None, sui
             from peft import PeftModel
 
             model = PeftModel.from_pretrained(model, str(run_dir))
-    if torch.cuda.is_available() and not model_args.quantized:  # quantised models are placed when loaded
-        model.to(f"cuda:{PartialState().local_process_index}")
+    place_for_inference(model, model_args)
     model.eval()
     protocol = EvalProtocol(
         max_new_tokens=config.eval_max_new_tokens,

@@ -15,7 +15,13 @@ Not covered: training (`seal_hub.trainer`) and publishing adapters (`seal_hub.hu
 from seal_hub.models.chat_templates import ensure_tool_template, is_trl_tool_template, tool_chat_template
 from seal_hub.models.config import PolicyConfig, lora_config, parse_model_id, quantization_config
 from seal_hub.models.demo import DEMO_INSTALL, DEMO_MODEL_ID, cache_root, materialize_demo_model
-from seal_hub.models.loading import ResolvedModel, check_quantization_device, load_policy, resolve_model
+from seal_hub.models.loading import (
+    ResolvedModel,
+    check_quantization_device,
+    load_policy,
+    place_for_inference,
+    resolve_model,
+)
 from seal_hub.models.tiny import build_tiny_model
 
 __all__ = [
@@ -29,6 +35,7 @@ __all__ = [
     "ensure_tool_template",
     "is_trl_tool_template",
     "load_policy",
+    "place_for_inference",
     "lora_config",
     "materialize_demo_model",
     "parse_model_id",

@@ -115,6 +115,18 @@ def load_policy(
     return model, tokenizer
 
 
+def place_for_inference(model, config: PolicyConfig):
+    """The model on this process's GPU for generation outside a trainer (rollout, eval, the Space), when one exists.
+
+    A trainer places its own model (and shards it under ZeRO-3), so `load_policy` leaves an unquantised model where
+    `from_pretrained` put it (the CPU); quantised models are already placed on the GPU when loaded."""
+    if torch.cuda.is_available() and not config.quantized:
+        from accelerate import PartialState
+
+        model.to(f"cuda:{PartialState().local_process_index}")
+    return model
+
+
 def check_quantization_device(config: PolicyConfig) -> None:
     """Fail fast when 4-bit (QLoRA) or 8-bit loading is asked for on a machine without a CUDA GPU."""
     if not config.quantized or torch.cuda.is_available():
