@@ -12,7 +12,7 @@ bfcl-eval's step limit, withheld tools executable), through `run_evaluation`, in
 Greedy decoding makes both produce the same tokens and verdicts, which the script checks before it reports
 a figure. Prints tasks/s for both; last line exactly `eval speedup batched vs sequential: X.XXx`.
 
-    python benchmarks/eval_throughput.py [--per-category 4] [--max-new-tokens 32] [--batch-size 32]
+    python benchmarks/eval_throughput.py [--per-category 8] [--max-new-tokens 128] [--batch-size 32]
 """
 
 from __future__ import annotations
@@ -33,8 +33,8 @@ from seal_hub.rollout import HFBackend, PolicyInfo, RolloutEngine, SequentialBac
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--per-category", type=int, default=4, help="held-out tasks per BFCL category")
-    parser.add_argument("--max-new-tokens", type=int, default=32)
+    parser.add_argument("--per-category", type=int, default=8, help="held-out tasks per BFCL category")
+    parser.add_argument("--max-new-tokens", type=int, default=128)
     parser.add_argument("--batch-size", type=int, default=32)
     args = parser.parse_args()
 
