@@ -173,16 +173,14 @@ def _eval_spec_model(args: argparse.Namespace, config, model) -> dict:
 
 
 def _eval_adapter(ref_text: str):
-    """The adapter's folder and its record: the reference as given, the repository, revision and commit."""
-    from seal_hub.hub.registry import Ref, registry_for, with_type
+    """The adapter resolved once to a commit (`resolve_reference`), and its record for results.json: the
+    reference as given, the repository, revision, commit and registry backend."""
+    from seal_hub.hub.sources import resolve_reference
 
-    ref = Ref.parse(ref_text, "model")
-    registry = registry_for(ref)
-    ref = with_type(ref, registry, "model")
-    commit = registry.resolve(ref)
-    folder = registry.download(ref.at(commit))
-    record = {"ref": ref_text, "repo": ref.repo_id, "revision": ref.revision or "main", "commit": commit}
-    return folder, record | {"backend": registry.backend}
+    resolved = resolve_reference(ref_text, "adapter")
+    source = resolved.source
+    record = {"ref": ref_text, "repo": source.repo_id, "revision": source.revision, "commit": source.commit}
+    return resolved, record | {"backend": source.backend}
 
 
 def _eval(args: argparse.Namespace) -> int:
@@ -218,9 +216,9 @@ def _eval(args: argparse.Namespace) -> int:
         parser_style=args.parser,
         batch_size=args.batch_size,
     )
-    adapter = folder = None
+    adapter = resolved = None
     if args.adapter:  # resolved before any model loads, so a bad reference fails at once
-        folder, adapter = _eval_adapter(args.adapter)
+        resolved, adapter = _eval_adapter(args.adapter)
         if args.publish is not None:
             from seal_hub.evaluation.publish import check_adapter_head
 
@@ -233,10 +231,10 @@ def _eval(args: argparse.Namespace) -> int:
 
         model, tokenizer, config = _policy(args.model)
         model_record = _eval_spec_model(args, config, model)
-        if folder is not None:
-            from peft import PeftModel
+        if resolved is not None:
+            from seal_hub.hub.sources import attach_adapter
 
-            model = PeftModel.from_pretrained(model, str(folder))
+            model = attach_adapter(model, resolved)
         model.eval()
         eos = {tokenizer.convert_tokens_to_ids(tokenizer.eos_token)}
         backend = HFBackend(model, eos, tokenizer.pad_token_id or 0, seed=0)
