@@ -46,17 +46,9 @@ def _verify_gt(args: argparse.Namespace) -> int:
 
 def _policy(name: str):
     """`tiny` (built once in the cache), `demo` (SmolLM2, offline from its GGUF), or a Hub id / local path."""
-    from seal_hub.models import PolicyConfig, build_tiny_model, cache_root, load_policy, place_for_inference
+    from seal_hub.models import load_policy, named_policy_config, place_for_inference
 
-    if name == "tiny":
-        path = cache_root() / "tiny-policy"
-        if not (path / "config.json").exists():
-            build_tiny_model(path)
-        config = PolicyConfig(model_name_or_path=str(path))
-    elif name == "demo":
-        config = PolicyConfig()
-    else:
-        config = PolicyConfig(model_name_or_path=name)
+    config = named_policy_config(name)
     model, tokenizer = load_policy(config)
     return place_for_inference(model, config), tokenizer, config
 

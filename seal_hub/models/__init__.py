@@ -22,7 +22,7 @@ from seal_hub.models.loading import (
     place_for_inference,
     resolve_model,
 )
-from seal_hub.models.tiny import build_tiny_model
+from seal_hub.models.tiny import build_tiny_model, named_policy_config
 
 __all__ = [
     "DEMO_INSTALL",
@@ -35,6 +35,7 @@ __all__ = [
     "ensure_tool_template",
     "is_trl_tool_template",
     "load_policy",
+    "named_policy_config",
     "place_for_inference",
     "lora_config",
     "materialize_demo_model",

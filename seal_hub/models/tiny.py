@@ -39,6 +39,7 @@ from transformers import GenerationConfig, Qwen2Config, Qwen2ForCausalLM, Qwen2T
 from transformers.models.qwen2.tokenization_qwen2 import PRETOKENIZE_REGEX
 
 from seal_hub.models.chat_templates import CHATML_SPECIAL_TOKENS, HERMES_TOOL_TOKENS, tool_chat_template
+from seal_hub.models.config import PolicyConfig
 
 PAD_TOKEN = "<|endoftext|>"
 SPECIAL_TOKENS = (PAD_TOKEN, *CHATML_SPECIAL_TOKENS)
@@ -123,6 +124,19 @@ def tiny_config(tokenizer: Qwen2Tokenizer, hidden_size: int = 64, num_layers: in
         eos_token_id=tokenizer.eos_token_id,
         pad_token_id=tokenizer.pad_token_id,
     )
+
+
+def named_policy_config(name: str) -> PolicyConfig:
+    """The policy a command-line name means: `tiny` (this module's random model, built once in the cache),
+    `demo` (SmolLM2-135M-Instruct), else a Hub id or a local directory."""
+    from seal_hub.models.demo import cache_root
+
+    if name == "tiny":
+        path = cache_root() / "tiny-policy"
+        if not (path / "config.json").exists():
+            build_tiny_model(path)
+        return PolicyConfig(model_name_or_path=str(path))
+    return PolicyConfig() if name == "demo" else PolicyConfig(model_name_or_path=name)
 
 
 def build_tiny_model(

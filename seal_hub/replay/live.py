@@ -75,18 +75,13 @@ class LiveRunner:
         if name in self._policies:
             return self._policies[name]
         from seal_hub.hub import HubError, load_adapter
-        from seal_hub.models import PolicyConfig, build_tiny_model, cache_root, load_policy
+        from seal_hub.models import PolicyConfig, load_policy, named_policy_config
 
         try:
-            if name == "tiny":
-                path = cache_root() / "tiny-policy"
-                if not (path / "config.json").exists():
-                    build_tiny_model(path)
-                model, tokenizer = load_policy(PolicyConfig(model_name_or_path=str(path)))
-            elif name == "demo":
-                model, tokenizer = load_policy(PolicyConfig())
+            if name in ("tiny", "demo"):
+                model, tokenizer = load_policy(named_policy_config(name))
             elif Path(name).expanduser().is_dir():
-                model, tokenizer = load_policy(PolicyConfig(model_name_or_path=str(Path(name).expanduser())))
+                model, tokenizer = load_policy(named_policy_config(str(Path(name).expanduser())))
             else:
                 model = load_adapter(name)
                 from seal_hub.hub.loading import adapter_base, fetch
