@@ -22,10 +22,7 @@ from pathlib import Path
 from accelerate import PartialState
 from trl import TrlParser
 
-sys.path.insert(0, str(Path(__file__).parent))  # recipes/ is not a package: seal.py sits beside this file
-import seal  # noqa: E402
-
-from seal_hub.experiment import (  # noqa: E402
+from seal_hub.experiment import (
     ARMS_BY_NAME,
     BUDGET_KEYS,
     SEED_KEYS,
@@ -36,11 +33,12 @@ from seal_hub.experiment import (  # noqa: E402
     train_arms,
     write_report,
 )
-from seal_hub.hub import HubError  # noqa: E402
-from seal_hub.hub.sources import SourceError  # noqa: E402
-from seal_hub.interface import InterfaceError  # noqa: E402
-from seal_hub.models import PolicyConfig  # noqa: E402
-from seal_hub.trainer import SealConfig  # noqa: E402
+from seal_hub.hub import HubError
+from seal_hub.hub.sources import SourceError
+from seal_hub.interface import InterfaceError
+from seal_hub.models import PolicyConfig
+from seal_hub.scripts import seal
+from seal_hub.trainer import SealConfig
 
 
 def resolve_model(name: str) -> str:

@@ -1,6 +1,7 @@
 """SEAL: train a tool-use policy and its learning environment together, on BFCL v3 multi-turn.
 
-Launch (the CPU demo is the default when no --config is given):
+The `accelerate launch` entry of a checkout; the script itself is `seal_hub.scripts.seal` (also `seal-hub train`),
+whose docstring lists every option. Launch (the CPU demo is the default when no --config is given):
 
     accelerate launch recipes/seal.py
     accelerate launch recipes/seal.py --config recipes/configs/demo_cpu.yaml --max_steps 4
@@ -9,238 +10,23 @@ Launch (the CPU demo is the default when no --config is given):
     accelerate launch --config_file recipes/accelerate/zero3.yaml recipes/seal.py \
         --config recipes/configs/paper_full_ft.yaml
 
-Ablations of the paper, same recipe and budget: `--env_adaptation false`, `--reweighting false`,
-`--closed_loop false`; all three false is vanilla GRPO. `--sft_warmup_steps N` first fits the training
-tasks' ground truth with SFT (format teaching for small models; off by default). Relaunching with the same
-`--output_dir` resumes from its last complete checkpoint; a run that already reached `max_steps` trains
-nothing more (it saves the final adapter and publishes what a kill left unpublished, then says it is
-complete); relaunch with a larger `--max_steps` to extend it. `--eval_every_steps N --eval_tasks M`: every N
-steps, M tasks of the test split are rolled out greedily on the null interface and logged as
-`eval/success_rate`; `--report_to trackio` logs everything, SEAL's `seal/...` metrics included, to a local
-trackio project.
-
-Reuse what others published: `--interface ns/run-env@v3` trains against that environment version (fixed with
-`--env_adaptation false`, else evolving from it as v4, v5, ...), `--init_adapter ns/run-adapter@iter-3` starts
-the policy from that adapter (same base model). Both resolve once to a commit, recorded in
-`<output_dir>/sources.json` and named on every published card.
-
-Arguments: `SealScriptArguments` below, `seal_hub.trainer.SealConfig` (TRL's GRPOConfig plus SEAL's fields)
-and `seal_hub.models.PolicyConfig` (TRL's ModelConfig); YAML keys and flags are the field names.
+Arguments: `SealScriptArguments`, `seal_hub.trainer.SealConfig` (TRL's GRPOConfig plus SEAL's fields) and
+`seal_hub.models.PolicyConfig` (TRL's ModelConfig); YAML keys and flags are the field names.
 """
 
 from __future__ import annotations
 
-import os
 import sys
-from dataclasses import dataclass, field
-from pathlib import Path
 
-import torch
-from accelerate import PartialState
-from peft import get_peft_model
-from trl import TrlParser
-
-from seal_hub.envs.bfcl import BfclSuite, resolve_split
-from seal_hub.held_out import held_out_tasks
-from seal_hub.hub import HubError, PublishConfig
-from seal_hub.hub.sources import SourceError, attach_adapter, check_base_model, derive_interface, run_sources
-from seal_hub.interface import InterfaceError
-from seal_hub.kill_points import kill_point
-from seal_hub.models import PolicyConfig, load_policy, lora_config
-from seal_hub.run_records import last_checkpoint, read_metrics
-from seal_hub.trainer import SealConfig, SealTrainer
-from seal_hub.warmup import run_warmup, warmup_dataset
-
-DEFAULT_CONFIG = Path(__file__).parent / "configs" / "demo_cpu.yaml"
-
-
-@dataclass
-class SealScriptArguments:
-    suite: str = field(default="bfcl", metadata={"help": "Environment suite.", "choices": ["bfcl"]})
-    split_file: str = field(
-        default="paper",
-        metadata={
-            "help": "'paper': the SEAL paper's 400/400 split (shipped with the package); 'stratified': our seeded "
-            "stratified split (split_seed); else a JSON file with 'train'/'test' task-id lists."
-        },
-    )
-    split_seed: int = field(default=0, metadata={"help": "Seed of the stratified split (split_file 'stratified')."})
-    num_train_tasks: int | None = field(default=None, metadata={"help": "Train on the first N tasks (all if unset)."})
-    publish_run: str | None = field(
-        default=None,
-        metadata={
-            "help": "Publish every iteration's artifacts as <run>-trajectories / -env / -adapter "
-            "('namespace/name'); unset: publish nothing."
-        },
-    )
-    publish_backend: str = field(
-        default="auto",
-        metadata={
-            "help": "'local' (git registry, offline), 'hub', or 'auto' (the Hub when a token is configured).",
-            "choices": ["auto", "local", "hub"],
-        },
-    )
-    sft_warmup_steps: int = field(
-        default=0,
-        metadata={"help": "SFT steps on the training tasks' ground truth before SEAL (format teaching); 0: none."},
-    )
-    sft_learning_rate: float = field(default=1e-4, metadata={"help": "Learning rate of the SFT warm-up."})
-    interface: str | None = field(
-        default=None,
-        metadata={
-            "help": "Start from a published environment version ('ns/name-env@v3'; local:// or hf:// to choose): "
-            "fixed for the run with env_adaptation false, else evolved from there (v4, v5, ...)."
-        },
-    )
-    init_adapter: str | None = field(
-        default=None,
-        metadata={
-            "help": "Start the policy from a published LoRA adapter ('ns/name-adapter@iter-3'); its base model must "
-            "be model_name_or_path. Its own LoRA configuration is kept (merged into the weights when use_peft is off)."
-        },
-    )
-    task_order: str = field(
-        default="split",
-        metadata={
-            "help": "'split': the split's order; 'shortest': shortest episodes first (CPU demos).",
-            "choices": ["split", "shortest"],
-        },
-    )
-
-
-def task_split(suite: BfclSuite, args: SealScriptArguments):
-    return resolve_split(args.split_file, known_ids=set(suite.tasks), seed=args.split_seed, tasks=suite.tasks)
-
-
-def training_tasks(suite: BfclSuite, args: SealScriptArguments):
-    split = task_split(suite, args)
-    tasks = suite.select(split.train)
-    if args.task_order == "shortest":
-        tasks.sort(key=lambda task: (prompt_size(suite, task), task.id))
-    return tasks[: args.num_train_tasks] if args.num_train_tasks else tasks
-
-
-CHARS_PER_TURN = 400  # about one model reply of ~100 tokens per user turn
-
-
-def prompt_size(suite: BfclSuite, task) -> int:
-    """A tokenizer-free proxy for an episode's length in characters: the first prompt (tool schemas and
-    first user turn), the later user turns, and room for one reply per turn."""
-    episode = suite.episode(task)
-    observation = episode.reset()
-    episode.close()
-    user_text = sum(len(m.content) for turn in task.turns for m in turn)
-    return len(str(observation.tools)) + user_text + CHARS_PER_TURN * task.num_turns
-
-
-def use_cpu_cores() -> None:
-    """`accelerate launch` sets OMP_NUM_THREADS=1; without a GPU, give each process its share of the cores.
-
-    SEAL_HUB_CPU_THREADS overrides the share.
-    """
-    if torch.cuda.is_available():
-        return
-    share = (os.cpu_count() or 1) // int(os.environ.get("WORLD_SIZE", "1"))
-    torch.set_num_threads(max(1, int(os.environ.get("SEAL_HUB_CPU_THREADS", share))))
-
-
-def main(script_args: SealScriptArguments, training_args: SealConfig, model_args: PolicyConfig) -> None:
-    use_cpu_cores()
-    suite = BfclSuite()
-    tasks = training_tasks(suite, script_args)
-    with PartialState().main_process_first():  # resolved once, recorded in output_dir/sources.json; relaunch reuses
-        _, environment, adapter = run_sources(
-            training_args.output_dir, interface=script_args.interface, adapter=script_args.init_adapter
-        )
-    if adapter is not None:
-        check_base_model(adapter, model_args.model_name_or_path, model_args.model_revision)
-    model, tokenizer = load_policy(model_args, trust_remote_code=training_args.trust_remote_code)
-    last = last_checkpoint(training_args.output_dir)  # a relaunch resumes; an unfinished checkpoint is skipped
-    peft_config = lora_config(model_args)
-    if adapter is not None:  # the policy starts from the published adapter, with its own LoRA configuration
-        model = attach_adapter(model, adapter, trainable=True, merge=not model_args.use_peft)
-        peft_config = None
-    if script_args.sft_warmup_steps and last is None:  # a resumed run already has its warmed-up adapter
-        model = get_peft_model(model, peft_config) if peft_config is not None else model
-        peft_config = None
-        run_warmup(
-            model,
-            tokenizer,
-            warmup_dataset(suite, tasks),
-            script_args.sft_warmup_steps,
-            output_dir=str(Path(training_args.output_dir) / "sft-warmup"),
-            learning_rate=script_args.sft_learning_rate,
-            use_cpu=training_args.use_cpu,
-            bf16=training_args.bf16,
-            per_device_train_batch_size=1,
-            max_length=training_args.max_context_tokens,
-            seed=training_args.seed,
-        )
-    trainer = SealTrainer(
-        model,
-        training_args,
-        suite,
-        tasks,
-        tokenizer,
-        peft_config=peft_config,
-        interface=derive_interface(environment) if environment is not None else None,
-        policy_id=model_args.model_name_or_path,
-        publish=PublishConfig(
-            run=script_args.publish_run, backend=script_args.publish_backend, base_model=model_args.model_name_or_path
-        )
-        if script_args.publish_run
-        else None,
-        held_out_tasks=held_out_tasks(suite, task_split(suite, script_args).ids("test"), training_args.eval_tasks)
-        if training_args.eval_every_steps
-        else None,
-    )
-    trainer.train(resume_from_checkpoint=last)
-    kill_point("save")
-    trainer.save_model(training_args.output_dir)
-    if not trainer.accelerator.is_main_process:
-        return
-    if trainer.completed_at is not None:
-        budget = (
-            f"max_steps {training_args.max_steps}"
-            if training_args.max_steps > 0
-            else f"num_train_epochs {training_args.num_train_epochs:g}"
-        )
-        print(
-            f"SEAL run {training_args.output_dir} is already complete at step {trainer.completed_at} ({budget}): "
-            f"nothing to train; to extend it, relaunch with a larger --max_steps "
-            f"(e.g. --max_steps {2 * trainer.completed_at})"
-        )
-    else:
-        print_summary(training_args.output_dir, trainer)
-
-
-def print_summary(output_dir: str, trainer: SealTrainer) -> None:
-    metrics = read_metrics(output_dir)
-    print("\nSEAL run summary")
-    print(f"{'step':>5} {'success':>8} {'mean w':>7} {'interface':>9}  top labels")
-    for m in metrics:
-        labels = sorted(m["label_profile"]["labels"].items(), key=lambda kv: -kv[1]["prevalence"])[:3]
-        shown = ", ".join(f"{name} {v['prevalence']:.2f}" for name, v in labels)
-        print(
-            f"{m['step']:>5} {m['success_rate']:>8.1%} {m['mean_weight']:>7.3f} {m['interface_version']:>9}  {shown}"
-        )
-    print(f"interface versions: {', '.join(trainer.store.versions())} (now {trainer.interface.version})")
-    print("rho: " + ", ".join(f"{k}={v:.3f}" for k, v in trainer.window.rho.items() if v != 1.0))
-    print(f"artifacts: {Path(output_dir).resolve()} (iterations/, interfaces/, checkpoint-*/, adapter)")
-    if trainer.publish is not None:
-        repos = trainer.publish.repos
-        print(
-            f"published: {repos.trajectories}, {repos.environment}, {repos.adapter} "
-            "(`seal-hub hub list` shows their versions)"
-        )
-
+from seal_hub.scripts.seal import (  # noqa: F401  (the recipe's names, for callers that load this file)
+    DEFAULT_CONFIG,
+    SealScriptArguments,
+    main,
+    make_parser,
+    prompt_size,
+    run,
+    training_tasks,
+)
 
 if __name__ == "__main__":
-    if "--config" not in sys.argv and not any(a.startswith("--config=") for a in sys.argv):
-        sys.argv[1:1] = ["--config", str(DEFAULT_CONFIG)]
-    parser = TrlParser((SealScriptArguments, SealConfig, PolicyConfig))
-    try:
-        main(*parser.parse_args_and_config())
-    except (HubError, SourceError, InterfaceError) as exc:  # a reference or source to fix: one line, no traceback
-        print(f"seal.py: error: {exc}", file=sys.stderr)
-        sys.exit(2)
+    sys.exit(run(prog="seal.py"))

@@ -1,18 +1,30 @@
 """seal_hub: SEAL (co-evolving agents and learning environments) for LLM tool use, on TRL and the Hub.
 
-Loading published artifacts by reference (`seal_hub.hub`): `load_interface("alice/run1-env@v3")`,
-`load_trajectories(ref)`, `load_adapter(ref)`; `load_environment(ref)` gives an environment to step with that
-interface applied (`seal_hub.environment`); `resolve_reference(ref, kind)` pins a reference to its commit
-(`seal_hub.hub.sources`). They are imported on first use, so ``import seal_hub`` stays cheap.
+Training: `SealConfig` (TRL's GRPOConfig plus SEAL's fields) and `SealTrainer` (`seal_hub.trainer`) on a suite's
+tasks, e.g. `BfclSuite` (`seal_hub.envs.bfcl`); the packaged script runs them end to end (`seal-hub train`,
+`seal_hub.scripts.seal`). Loading published artifacts by reference (`seal_hub.hub`):
+`load_interface("alice/run1-env@v3")`, `load_trajectories(ref)`, `load_adapter(ref)`; `load_environment(ref)`
+gives an environment to step with that interface applied (`seal_hub.environment`); `resolve_reference(ref, kind)`
+pins a reference to its commit (`seal_hub.hub.sources`).
+
+Every name is imported on first use, so ``import seal_hub`` stays cheap (no torch, TRL or datasets).
+`__version__` is the installed distribution's version (pyproject.toml is its one source).
 """
 
 from __future__ import annotations
 
+from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
-__version__ = "0.1.0"
+try:
+    __version__ = version("seal_hub")
+except PackageNotFoundError:  # a checkout on sys.path that was never installed
+    __version__ = "0+unknown"
 
 _LAZY = {
+    "SealConfig": "seal_hub.trainer",
+    "SealTrainer": "seal_hub.trainer",
+    "BfclSuite": "seal_hub.envs.bfcl",
     "load_interface": "seal_hub.hub.loading",
     "load_trajectories": "seal_hub.hub.loading",
     "load_adapter": "seal_hub.hub.loading",
@@ -28,3 +40,7 @@ def __getattr__(name: str) -> Any:
 
         return getattr(importlib.import_module(_LAZY[name]), name)
     raise AttributeError(f"module 'seal_hub' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})

@@ -2,7 +2,9 @@
 
 Subcommands are added by the modules they drive; each handler returns the process exit code. Errors the
 user can fix (a bad path, an unknown split) are printed as one line on stderr with exit code 2, never as a
-traceback.
+traceback. `seal-hub train [--config ...]` hands the rest of its command line to the training script
+(`seal_hub.scripts.seal`, TrlParser flags), as TRL's CLI does with `trl/scripts/`; it trains in this process
+(`accelerate launch -m seal_hub.scripts.seal` for several processes).
 """
 
 from __future__ import annotations
@@ -345,9 +347,21 @@ def _add_report_command(commands) -> None:
 # ----- end of seal-hub report -----
 
 
+def _train(argv: Sequence[str]) -> int:
+    from seal_hub.scripts.seal import run
+
+    return run(argv, prog="seal-hub train")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="seal-hub", description="SEAL: co-evolving tool-use agents and environments")
     commands = parser.add_subparsers(dest="command", required=True)
+    # listed here for --help; `main` hands everything after `train` to the script's own parser
+    commands.add_parser(
+        "train",
+        add_help=False,
+        help="train with SEAL (seal_hub.scripts.seal; no --config: the CPU demo); `seal-hub train --help`",
+    )
 
     envs = commands.add_parser("envs", help="executable environments").add_subparsers(
         dest="envs_command", required=True
@@ -444,6 +458,9 @@ def _task_arguments(parser: argparse.ArgumentParser, default_split: str) -> None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["train"]:  # the training script parses its own flags (TrlParser: YAML --config, field names)
+        return _train(argv[1:])
     args = build_parser().parse_args(argv)
     try:
         return args.handler(args)
