@@ -27,9 +27,10 @@ publishing snapshots (`seal_hub.hub`).
 
 from __future__ import annotations
 
+import copy
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 from seal_hub.diagnosis import DEFAULT_RHO, FAILURE_LABELS, FailureProfile, Label, RolloutDiagnosis
 from seal_hub.envs.protocol import ErrorKind
@@ -132,24 +133,34 @@ GUIDELINES: dict[Label, str] = {
 
 
 @dataclass
-class EvolveConfig:
-    schema_cues: bool = field(default=True, metadata={"help": "evolve schema cues (turn them on)"})
-    recovery_feedback: bool = field(default=True, metadata={"help": "evolve recovery feedback (hints per error kind)"})
-    capability_guidelines: bool = field(default=True, metadata={"help": "evolve capability guidelines"})
-    closed_loop_rho: bool = field(default=True, metadata={"help": "update rho every step (False: fixed rho)"})
-    type_hints: bool = field(default=False, metadata={"help": "schema cues also append each argument's type"})
+class EvolveSettings:
+    """The thresholds and options of the evolution rules and the rho update, defined once: `SealConfig` inherits
+    them (so every one is a recipe field and flag) and `EvolveConfig` adds the component switches."""
+
+    type_hints: bool = field(default=False, metadata={"help": "Schema cues also append each argument's type."})
     hint_kinds: list[str] = field(
         default_factory=lambda: [str(kind) for kind in ErrorKind],
-        metadata={"help": "error kinds that get a recovery hint"},
+        metadata={"help": "Error kinds that get a recovery hint (values of seal_hub.envs.protocol.ErrorKind)."},
     )
-    guideline_min_prevalence: float = field(default=0.10, metadata={"help": "a guideline needs prevalence >= this"})
-    guideline_min_count: int = field(default=8, metadata={"help": "a guideline needs at least this many turns"})
-    guideline_max_mean_reward: float = field(default=0.6, metadata={"help": "a guideline needs mean reward < this"})
-    max_guidelines: int = field(default=MAX_GUIDELINES, metadata={"help": "guidelines kept, best score first"})
-    rho_beta: float = field(default=0.25, metadata={"help": "EMA step of rho toward its target"})
-    rho_count_scale: float = field(default=32, metadata={"help": "count at which a label's evidence is full"})
-    rho_min: float = field(default=0.5, metadata={"help": "lower clamp of the rho target"})
-    rho_max: float = field(default=2.0, metadata={"help": "upper clamp of the rho target"})
+    guideline_min_prevalence: float = field(
+        default=0.10, metadata={"help": "A capability guideline needs its label's prevalence >= this."}
+    )
+    guideline_min_count: int = field(
+        default=8, metadata={"help": "A capability guideline needs at least this many turns with its label."}
+    )
+    guideline_max_mean_reward: float = field(
+        default=0.6, metadata={"help": "A capability guideline needs its label's mean reward < this."}
+    )
+    max_guidelines: int = field(
+        default=MAX_GUIDELINES,
+        metadata={"help": f"Capability guidelines kept, best score first (at most {MAX_GUIDELINES})."},
+    )
+    rho_beta: float = field(default=0.25, metadata={"help": "EMA step of the closed-loop rho update, in (0, 1]."})
+    rho_count_scale: float = field(
+        default=32, metadata={"help": "Turn count at which a label's evidence in the rho update is full."}
+    )
+    rho_min: float = field(default=0.5, metadata={"help": "Lower clamp of a label's rho target."})
+    rho_max: float = field(default=2.0, metadata={"help": "Upper clamp of a label's rho target."})
 
     def __post_init__(self) -> None:
         unknown = sorted(set(self.hint_kinds) - {str(kind) for kind in ErrorKind})
@@ -172,6 +183,21 @@ class EvolveConfig:
                 f"rho_min ({self.rho_min}) and rho_max ({self.rho_max}) need 0 < rho_min <= rho_max; "
                 "set rho_min below rho_max"
             )
+
+    def evolve_settings(self) -> dict:
+        """These fields' values, for `evolve_config_for(mode, **settings)`."""
+        return {f.name: copy.copy(getattr(self, f.name)) for f in fields(EvolveSettings)}
+
+
+@dataclass
+class EvolveConfig(EvolveSettings):
+    """The rules `evolve` and `update_rho` follow: the component switches (from `interface_mode` and
+    `closed_loop` in a run) and the settings."""
+
+    schema_cues: bool = field(default=True, metadata={"help": "evolve schema cues (turn them on)"})
+    recovery_feedback: bool = field(default=True, metadata={"help": "evolve recovery feedback (hints per error kind)"})
+    capability_guidelines: bool = field(default=True, metadata={"help": "evolve capability guidelines"})
+    closed_loop_rho: bool = field(default=True, metadata={"help": "update rho every step (False: fixed rho)"})
 
 
 INTERFACE_MODES = ("released", "full")

@@ -50,7 +50,14 @@ from trl import GRPOConfig, GRPOTrainer
 
 from seal_hub.diagnosis import FailureProfile, Label, RolloutDiagnosis, diagnose
 from seal_hub.envs.bfcl import BfclSuite, EpisodeConfig, Task
-from seal_hub.evolve import INTERFACE_MODES, RhoWindow, evolve, evolve_config_for, starting_interface
+from seal_hub.evolve import (
+    INTERFACE_MODES,
+    EvolveSettings,
+    RhoWindow,
+    evolve,
+    evolve_config_for,
+    starting_interface,
+)
 from seal_hub.held_out import HeldOutResult, HeldOutSettings, evaluate_held_out, write_held_out
 from seal_hub.interface import InterfaceSnapshot
 from seal_hub.kill_points import kill_point
@@ -87,8 +94,9 @@ TRAINING_STATE_FILES = ("optimizer.pt", "scheduler.pt", "scaler.pt", "trainer_st
 
 
 @dataclass
-class SealConfig(GRPOConfig):
-    """GRPO's settings plus SEAL's (DESIGN.md section 2 holds the paper's values)."""
+class SealConfig(GRPOConfig, EvolveSettings):
+    """GRPO's settings plus SEAL's (DESIGN.md section 2 holds the paper's values); the thresholds of interface
+    evolution and of the rho update (`rho_beta`, `guideline_min_count`, ...) come from `EvolveSettings`."""
 
     env_adaptation: bool = field(default=True, metadata={"help": "Evolve the learning interface from diagnoses."})
     reweighting: bool = field(default=True, metadata={"help": "Multiply GRPO advantages by the rollout weight."})
@@ -103,7 +111,6 @@ class SealConfig(GRPOConfig):
     )
     max_live_episodes: int = field(default=16, metadata={"help": "Episodes generated together in one batch."})
     parser_style: str = field(default="hermes", metadata={"help": "Tool-call format: hermes, llama3, pythonic."})
-    rho_beta: float = field(default=0.25, metadata={"help": "EMA step of the closed-loop rho update."})
     interface_mode: str = field(
         default="full",
         metadata={
@@ -144,8 +151,7 @@ class SealConfig(GRPOConfig):
             raise ValueError(f"max_steps_per_episode must be >= 1 (unset: no cap), got {self.max_steps_per_episode}")
         if self.interface_mode not in INTERFACE_MODES:
             raise ValueError(f"interface_mode must be 'released' or 'full', got {self.interface_mode!r}")
-        if not 0 < self.rho_beta <= 1:
-            raise ValueError(f"rho_beta must be in (0, 1], got {self.rho_beta}")
+        EvolveSettings.__post_init__(self)  # the evolution thresholds (GRPOConfig's chain does not reach it)
         if self.eval_every_steps < 0:
             raise ValueError(
                 f"eval_every_steps must be >= 0 (0 turns held-out evaluation off), got {self.eval_every_steps}"
@@ -219,7 +225,7 @@ class SealTrainer(GRPOTrainer):
         self.backend_factory = backend_factory or self._default_backend
         self.interface = interface or starting_interface(suite.name, args.interface_mode, args.env_adaptation)
         self.evolve_config = evolve_config_for(
-            args.interface_mode, closed_loop_rho=args.closed_loop, rho_beta=args.rho_beta
+            args.interface_mode, closed_loop_rho=args.closed_loop, **args.evolve_settings()
         )
         self.window = RhoWindow(self.evolve_config, rho=dict(self.interface.rho))  # a published start's rho
         self.window_epoch = 0

@@ -178,3 +178,47 @@ def test_paper_full_ft_takes_the_released_optimisation_settings(monkeypatch):
     assert training.loss_type == "grpo" and training.delta == 10.0 and training.epsilon == 0.2
     assert training.vllm_importance_sampling_correction is False and training.use_bias_correction_kl is False
     assert training.max_completion_length == 4096
+
+
+# every threshold of interface evolution and of the rho update, set from the recipe to a value unlike its default
+EVOLVE_FLAGS = {
+    "type_hints": ("true", True),
+    "hint_kinds": (["parse_error", "bad_path"], ["parse_error", "bad_path"]),
+    "guideline_min_prevalence": ("0.2", 0.2),
+    "guideline_min_count": ("4", 4),
+    "guideline_max_mean_reward": ("0.5", 0.5),
+    "max_guidelines": ("2", 2),
+    "rho_beta": ("0.5", 0.5),
+    "rho_count_scale": ("16", 16.0),
+    "rho_min": ("0.7", 0.7),
+    "rho_max": ("1.5", 1.5),
+}
+
+
+def test_every_evolution_threshold_is_a_recipe_flag_that_reaches_the_trainer(monkeypatch, tmp_path, suite):
+    from dataclasses import fields
+
+    from seal_hub.evolve import EvolveConfig, EvolveSettings
+    from seal_hub.models import build_tiny_model, load_policy
+    from seal_hub.trainer import SealTrainer
+
+    assert set(EVOLVE_FLAGS) == {f.name for f in fields(EvolveSettings)}
+    defaults = EvolveConfig()
+    flags = ["--output_dir", str(tmp_path / "out"), "--model_name_or_path", str(build_tiny_model(tmp_path / "tiny"))]
+    for name, (text, value) in EVOLVE_FLAGS.items():
+        assert getattr(defaults, name) != value, name
+        flags += [f"--{name}", *([text] if isinstance(text, str) else text)]
+    script, training, model_args = parse(CONFIGS[0], *flags, monkeypatch=monkeypatch)
+    model, tokenizer = load_policy(model_args)
+    trainer = SealTrainer(model, training, suite, recipe_module().training_tasks(suite, script)[:1], tokenizer)
+    for name, (_, value) in EVOLVE_FLAGS.items():
+        assert getattr(trainer.evolve_config, name) == value, name
+    assert trainer.window.config.rho_beta == 0.5
+
+
+@pytest.mark.parametrize(
+    ("flag", "value"), [("rho_beta", "0"), ("rho_min", "3"), ("max_guidelines", "9"), ("hint_kinds", "no_such_kind")]
+)
+def test_a_bad_evolution_threshold_is_refused_with_its_name(flag, value, monkeypatch, tmp_path):
+    with pytest.raises(ValueError, match=flag):
+        parse(CONFIGS[0], "--output_dir", str(tmp_path), f"--{flag}", value, monkeypatch=monkeypatch)
