@@ -13,6 +13,8 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+PARSER_STYLES = ["hermes", "llama3", "pythonic"]  # the tool-call formats of seal_hub.toolcalls
+
 
 def _suite_tasks(args: argparse.Namespace):
     from seal_hub.envs.bfcl import BfclSuite, resolve_split
@@ -83,9 +85,9 @@ def _rollout(args: argparse.Namespace) -> int:
         info = PolicyInfo(adapter.source.ref, adapter.source.commit)
     config = RolloutConfig(
         num_generations=args.num_generations,
-        max_live_episodes=args.batch_size,
+        max_live_episodes=args.max_live_episodes,
         max_context_tokens=args.max_context_tokens,
-        parser_style=args.parser,
+        parser_style=args.parser_style,
         sampling=SamplingConfig(args.temperature, args.top_p, args.max_new_tokens, args.seed),
     )
     eos = {tokenizer.convert_tokens_to_ids(tokenizer.eos_token)}
@@ -207,8 +209,8 @@ def _eval(args: argparse.Namespace) -> int:
     protocol = EvalProtocol(
         max_new_tokens=args.max_new_tokens,
         max_context_tokens=args.max_context_tokens,
-        parser_style=args.parser,
-        batch_size=args.batch_size,
+        parser_style=args.parser_style,
+        batch_size=args.max_live_episodes,
     )
     adapter = resolved = None
     if args.adapter:  # resolved before any model loads, so a bad reference fails at once
@@ -368,7 +370,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     verify = envs.add_parser("verify-gt", help="replay the ground truth through the environment and the verifier")
     _task_arguments(verify, default_split="all")
-    verify.add_argument("--seed", type=int, default=0, help="seed of the split when --split-file stratified")
+    verify.add_argument("--seed", type=int, default=0, help="seed of the split when --split_file stratified")
     verify.set_defaults(handler=_verify_gt)
 
     rollout = commands.add_parser("rollout", help="roll a policy out on BFCL tasks and write trajectories")
@@ -378,14 +380,14 @@ def build_parser() -> argparse.ArgumentParser:
     _task_arguments(rollout, default_split="test")
     rollout.add_argument("--limit", type=int, default=None, help="first N tasks of the split")
     rollout.add_argument("--out", required=True, help="directory for trajectories.parquet")
-    rollout.add_argument("--num-generations", type=int, default=1, help="rollouts per task")
-    rollout.add_argument("--batch-size", type=int, default=16, help="episodes generated together")
-    rollout.add_argument("--temperature", type=float, default=1.0)
-    rollout.add_argument("--top-p", type=float, default=1.0)
-    rollout.add_argument("--max-new-tokens", type=int, default=256, help="tokens per model step")
-    rollout.add_argument("--max-context-tokens", type=int, default=8192)
-    rollout.add_argument("--parser", choices=["hermes", "llama3", "pythonic"], default="hermes")
-    rollout.add_argument("--seed", type=int, default=0, help="sampling seed (and the seed of --split-file stratified)")
+    _option(rollout, "num_generations", type=int, default=1, help="rollouts per task")
+    _option(rollout, "max_live_episodes", "--batch-size", type=int, default=16, help="episodes generated together")
+    _option(rollout, "temperature", type=float, default=1.0, help="sampling temperature (0: greedy)")
+    _option(rollout, "top_p", type=float, default=1.0, help="nucleus sampling mass")
+    _option(rollout, "max_new_tokens", type=int, default=256, help="tokens per model step")
+    _option(rollout, "max_context_tokens", type=int, default=8192, help="longest token sequence of one episode")
+    _option(rollout, "parser_style", "--parser", choices=PARSER_STYLES, default="hermes", help="tool-call format")
+    _option(rollout, "seed", type=int, default=0, help="sampling seed (and the seed of --split_file stratified)")
     rollout.add_argument("--interface", default=None, help="a published environment version to apply: ns/name-env@v3")
     rollout.add_argument(
         "--adapter",
@@ -399,14 +401,14 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--adapter", default=None, help="a published adapter: ns/name@iter-3, hf://..., local://...")
     evaluate.add_argument("--suite", default="bfcl", help="evaluation suite (bfcl, ...)")
     evaluate.add_argument("--split", default="test", help="train, test or all (bfcl default: the paper's test split)")
-    evaluate.add_argument("--split-file", default=None, help="'paper' (default), 'stratified', or a split JSON file")
+    _option(evaluate, "split_file", default=None, help="'paper' (default), 'stratified', or a split JSON file")
     evaluate.add_argument("--limit", type=int, default=None, help="first N tasks of the split")
     evaluate.add_argument("--interface", default="null", help="'null' (the paper's protocol), a snapshot file or ref")
     evaluate.add_argument("--out", default="eval", help="output directory (rerun with the same one to resume)")
-    evaluate.add_argument("--max-new-tokens", type=int, default=512, help="tokens per model step")
-    evaluate.add_argument("--max-context-tokens", type=int, default=8192)
-    evaluate.add_argument("--batch-size", type=int, default=16, help="episodes generated together")
-    evaluate.add_argument("--parser", choices=["hermes", "llama3", "pythonic"], default="hermes")
+    _option(evaluate, "max_new_tokens", type=int, default=512, help="tokens per model step")
+    _option(evaluate, "max_context_tokens", type=int, default=8192, help="longest token sequence of one episode")
+    _option(evaluate, "max_live_episodes", "--batch-size", type=int, default=16, help="episodes generated together")
+    _option(evaluate, "parser_style", "--parser", choices=PARSER_STYLES, default="hermes", help="tool-call format")
     evaluate.add_argument(
         "--publish",
         default=None,
@@ -414,7 +416,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="push the records as dataset REPO (ns/name, local:// or hf://) and record the result on the "
         "adapter's card (model-index) at a new revision",
     )
-    evaluate.add_argument("--no-progress", action="store_true", help="no progress bar")
+    _option(evaluate, "no_progress", action="store_true", help="no progress bar")
     evaluate.set_defaults(handler=_eval)
 
     diagnose = commands.add_parser("diagnose", help="label every turn of trajectories and print the failure profile")
@@ -448,13 +450,24 @@ def build_parser() -> argparse.ArgumentParser:
 def _task_arguments(parser: argparse.ArgumentParser, default_split: str) -> None:
     parser.add_argument("--suite", choices=["bfcl"], default="bfcl")
     parser.add_argument("--split", choices=["all", "train", "test"], default=default_split)
-    parser.add_argument(
-        "--split-file",
+    _option(
+        parser,
+        "split_file",
         default=None,
         help="'paper' (the default: the SEAL paper's 400/400 split, shipped), 'stratified' (seeded by --seed), "
         "or a JSON file with 'train' and 'test' task-id lists",
     )
-    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    _option(parser, "no_progress", action="store_true", help="no progress bar")
+
+
+def _option(parser: argparse.ArgumentParser, name: str, *aliases: str, **kwargs) -> None:
+    """`--name`, spelled as the recipe's field of the same meaning (`seal-hub train` flags, YAML keys), with the
+    earlier spellings (`--max-new-tokens`, `--batch-size`, `--parser`) still accepted but left out of --help."""
+    parser.add_argument(f"--{name}", **kwargs)
+    dashed = f"--{name.replace('_', '-')}"
+    kept = {k: v for k, v in kwargs.items() if k in ("type", "choices", "action")}
+    for alias in dict.fromkeys([*([dashed] if dashed != f"--{name}" else []), *aliases]):
+        parser.add_argument(alias, dest=name, default=argparse.SUPPRESS, help=argparse.SUPPRESS, **kept)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

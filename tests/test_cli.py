@@ -8,6 +8,7 @@ import re
 import subprocess
 import sys
 
+import pytest
 from conftest import PAPER_SPLIT
 
 from seal_hub.cli import main
@@ -17,7 +18,7 @@ LAST_LINE = re.compile(r"^verified (\d+)/(\d+) ground-truth episodes \(official 
 
 def test_verify_gt_on_the_paper_test_split(capsys):
     code = main(
-        ["envs", "verify-gt", "--suite", "bfcl", "--split", "test", "--split-file", str(PAPER_SPLIT), "--no-progress"]
+        ["envs", "verify-gt", "--suite", "bfcl", "--split", "test", "--split_file", str(PAPER_SPLIT), "--no_progress"]
     )
     lines = capsys.readouterr().out.strip().splitlines()
     assert lines[-1] == "verified 400/400 ground-truth episodes (official checker agrees on 400/400)"
@@ -36,7 +37,7 @@ def test_verify_gt_fails_with_exit_1_when_a_replay_fails(tmp_path, capsys, monke
     monkeypatch.setattr(replay_module, "ground_truth_steps", drop_first_turn)
     split = tmp_path / "split.json"
     split.write_text(json.dumps({"train": ["multi_turn_base_0", "multi_turn_base_1"], "test": []}))
-    code = main(["envs", "verify-gt", "--split", "train", "--split-file", str(split), "--no-progress"])
+    code = main(["envs", "verify-gt", "--split", "train", "--split_file", str(split), "--no_progress"])
     out = capsys.readouterr().out.strip().splitlines()
     assert "FAILED multi_turn_base_0: multi_turn:empty_turn_model_response" in out
     assert out[-1] == "verified 1/2 ground-truth episodes (official checker agrees on 2/2)"
@@ -46,14 +47,14 @@ def test_verify_gt_fails_with_exit_1_when_a_replay_fails(tmp_path, capsys, monke
 def test_bad_split_file_is_a_one_line_error(tmp_path, capsys):
     path = tmp_path / "split.json"
     path.write_text('{"train": ["nope"], "test": []}')
-    assert main(["envs", "verify-gt", "--split", "train", "--split-file", str(path)]) == 2
+    assert main(["envs", "verify-gt", "--split", "train", "--split_file", str(path)]) == 2
     err = capsys.readouterr().err
     assert err.startswith("seal-hub: error: split file") and "unknown task ids" in err and "Traceback" not in err
 
 
 def test_console_script_runs_as_a_new_user_would():
     result = subprocess.run(
-        [sys.executable, "-m", "seal_hub.cli", "envs", "verify-gt", "--split", "train", "--no-progress"],
+        [sys.executable, "-m", "seal_hub.cli", "envs", "verify-gt", "--split", "train", "--no_progress"],
         capture_output=True,
         text=True,
         timeout=300,
@@ -72,5 +73,67 @@ def test_rollout_and_verify_gt_default_to_the_paper_split():
     assert [t.id for t in tasks] == list(paper.test)
     suite, tasks = _suite_tasks(parser.parse_args(["envs", "verify-gt", "--split", "train"]))
     assert [t.id for t in tasks] == list(paper.train)
-    _, tasks = _suite_tasks(parser.parse_args(["rollout", "--out", "x", "--split-file", "stratified", "--seed", "1"]))
+    _, tasks = _suite_tasks(parser.parse_args(["rollout", "--out", "x", "--split_file", "stratified", "--seed", "1"]))
     assert [t.id for t in tasks] == list(stratified_split(suite.tasks, seed=1).test)
+
+
+def _subcommands(parser, path=()):
+    """Every (command path, parser) below `parser`."""
+    import argparse
+
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield (*path, name), sub
+                yield from _subcommands(sub, (*path, name))
+
+
+# the CLI settings that are also recipe fields (seal-hub train / recipes/seal.py / YAML keys)
+SHARED = {
+    "rollout": {"num_generations", "max_live_episodes", "temperature", "top_p", "max_new_tokens", "max_context_tokens"}
+    | {"parser_style", "seed", "split_file"},
+    "eval": {"max_new_tokens", "max_context_tokens", "max_live_episodes", "parser_style", "split_file"},
+}
+
+
+def test_cli_options_carry_the_recipe_field_names():
+    """One spelling everywhere: what `seal-hub rollout/eval` share with the recipe has the recipe's name, and every
+    visible option is spelled like a field (--max_new_tokens, not --max-new-tokens)."""
+    import argparse
+    from dataclasses import fields
+
+    from seal_hub.cli import build_parser
+    from seal_hub.scripts.seal import SealScriptArguments
+    from seal_hub.trainer import SealConfig
+
+    recipe = {f.name for f in fields(SealConfig)} | {f.name for f in fields(SealScriptArguments)}
+    commands = dict(_subcommands(build_parser()))
+    for path, sub in commands.items():
+        for action in sub._actions:
+            if action.help == argparse.SUPPRESS:
+                continue
+            for option in action.option_strings:
+                assert option in ("-h", "--help") or re.fullmatch(r"--[a-z0-9_]+", option), (path, option)
+    for command, shared in SHARED.items():
+        options = {a.dest: a.option_strings[0] for a in commands[(command,)]._actions if a.help != argparse.SUPPRESS}
+        assert shared <= recipe and shared <= set(options), (command, shared - set(options))
+        assert {options[name] for name in shared} == {f"--{name}" for name in shared}
+
+
+def test_earlier_option_spellings_still_work_but_are_not_advertised(capsys):
+    from seal_hub.cli import build_parser
+
+    parser = build_parser()
+    old = ["--batch-size", "3", "--parser", "llama3", "--max-new-tokens", "5", "--top-p", "0.5", "--no-progress"]
+    args = parser.parse_args(["rollout", "--out", "x", *old, "--split-file", "stratified", "--num-generations", "2"])
+    assert (args.max_live_episodes, args.parser_style, args.max_new_tokens, args.top_p) == (3, "llama3", 5, 0.5)
+    assert (args.no_progress, args.split_file, args.num_generations) == (True, "stratified", 2)
+    defaults = parser.parse_args(["eval", "--model", "tiny"])
+    assert (defaults.max_live_episodes, defaults.parser_style, defaults.no_progress) == (16, "hermes", False)
+    for command in (["rollout", "--help"], ["eval", "--help"]):
+        with pytest.raises(SystemExit):
+            parser.parse_args(command)
+        shown = capsys.readouterr().out
+        assert "--max_live_episodes" in shown and "--parser_style" in shown
+        advertised = set(re.findall(r"--[\w-]+", shown))
+        assert not {"--batch-size", "--parser", "--max-new-tokens", "--no-progress"} & advertised

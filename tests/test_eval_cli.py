@@ -33,7 +33,7 @@ CONTRACT_KEYS = {
 
 
 def _eval(out, *argv):
-    return main(["eval", "--suite", "bfcl", "--out", str(out), "--no-progress", *argv])
+    return main(["eval", "--suite", "bfcl", "--out", str(out), "--no_progress", *argv])
 
 
 def _last_line(capsys) -> re.Match:
@@ -49,7 +49,7 @@ def test_oracle_passes_every_task_of_each_category_on_the_paper_test_split(tmp_p
     chosen = [i for c in suite.categories for i in [x for x in ids if f"_{c}_" in x][:3]] + ["multi_turn_miss_func_49"]
     split = tmp_path / "split.json"
     split.write_text(json.dumps({"train": [], "test": chosen}))
-    assert _eval(tmp_path / "out", "--model", "oracle", "--split-file", str(split)) == 0
+    assert _eval(tmp_path / "out", "--model", "oracle", "--split_file", str(split)) == 0
     match = _last_line(capsys)
     assert match.groups() == ("bfcl", "100.00", str(len(chosen)))
     results = json.loads((tmp_path / "out" / "results.json").read_text())
@@ -65,7 +65,7 @@ def test_oracle_passes_every_task_of_each_category_on_the_paper_test_split(tmp_p
 
 def test_tiny_model_end_to_end_writes_records_with_the_training_features(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("SEAL_HUB_CACHE", str(tmp_path / "cache"))
-    args = ("--model", "tiny", "--limit", "3", "--max-new-tokens", "8", "--batch-size", "2")
+    args = ("--model", "tiny", "--limit", "3", "--max_new_tokens", "8", "--max_live_episodes", "2")
     assert _eval(tmp_path / "a", *args) == 0
     suite_name, average, count = _last_line(capsys).groups()
     assert (suite_name, count) == ("bfcl", "3")
@@ -78,7 +78,7 @@ def test_tiny_model_end_to_end_writes_records_with_the_training_features(tmp_pat
     assert [t.task_id for t in trajectories] == results["task_ids"]
     assert all(t.num_generated_tokens > 0 and t.interface_version == "v0" for t in trajectories)
     # greedy: a second run (other batch size) generates exactly the same tokens
-    assert _eval(tmp_path / "b", "--model", "tiny", "--limit", "3", "--max-new-tokens", "8", "--batch-size", "3") == 0
+    assert _eval(tmp_path / "b", "--model", "tiny", "--limit", "3", "--max_new_tokens", "8", "--max_live_episodes", "3") == 0
     again = read_trajectories(tmp_path / "b" / "trajectories.parquet")
     assert [t.token_ids for t in again] == [t.token_ids for t in trajectories]
 
@@ -124,7 +124,7 @@ def test_resuming_with_other_settings_is_a_one_line_error(tmp_path, capsys):
     out = tmp_path / "out"
     assert _eval(out, "--model", "oracle", "--limit", "2") == 0
     capsys.readouterr()
-    code = _eval(out, "--model", "oracle", "--limit", "2", "--max-new-tokens", "64")
+    code = _eval(out, "--model", "oracle", "--limit", "2", "--max_new_tokens", "64")
     err = capsys.readouterr().err
     assert code == 2 and "other settings (protocol differ)" in err and err.count("\n") == 1
 
@@ -145,8 +145,8 @@ def test_a_corrupt_task_record_is_named(tmp_path, capsys):
     [
         (["--suite", "nope"], "unknown suite 'nope'"),
         (["--split", "validation"], "unknown split 'validation'"),
-        (["--split-file", "CORRUPT"], "is not readable JSON"),
-        (["--split-file", "/nonexistent/split.json"], "does not exist"),
+        (["--split_file", "CORRUPT"], "is not readable JSON"),
+        (["--split_file", "/nonexistent/split.json"], "does not exist"),
         (["--limit", "0"], "--limit must be >= 1"),
         (["--interface", "not a ref"], "not 'namespace/name'"),
         (["--adapter", "local://alice/no-such-adapter@iter-1"], "alice/no-such-adapter"),
@@ -161,7 +161,7 @@ def test_bad_input_is_a_one_line_error(tmp_path, capsys, monkeypatch, argv, mess
     argv = [str(corrupt) if a == "CORRUPT" else a for a in argv]
     model = ["--model", "tiny"] if "--adapter" in argv else ["--model", "oracle"]
     monkeypatch.setenv("SEAL_HUB_CACHE", str(tmp_path / "cache"))
-    code = main(["eval", "--out", str(tmp_path / "out"), "--no-progress", *model, *argv])
+    code = main(["eval", "--out", str(tmp_path / "out"), "--no_progress", *model, *argv])
     err = capsys.readouterr().err
     assert code == 2 and message in err and "Traceback" not in err and err.count("\n") == 1, err
 

@@ -21,17 +21,17 @@ def test_rollout_cli_writes_trajectories_and_a_summary(tmp_path, capsys, monkeyp
             "bfcl",
             "--split",
             "test",
-            "--split-file",
+            "--split_file",
             str(PAPER_SPLIT),
             "--limit",
             "2",
-            "--num-generations",
+            "--num_generations",
             "2",
-            "--max-new-tokens",
+            "--max_new_tokens",
             "8",
             "--out",
             str(out),
-            "--no-progress",
+            "--no_progress",
         ]
     )
     assert code == 0
@@ -48,14 +48,14 @@ def test_rollout_cli_writes_trajectories_and_a_summary(tmp_path, capsys, monkeyp
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["--split-file", "/nonexistent/split.json"], "does not exist"),
+        (["--split_file", "/nonexistent/split.json"], "does not exist"),
         (["--model", "/nonexistent/model"], "does not exist"),
         (["--limit", "0", "--split", "train"], "--limit must be >= 1"),
     ],
 )
 def test_rollout_cli_user_errors_are_one_line(tmp_path, capsys, monkeypatch, argv, message):
     monkeypatch.setenv("SEAL_HUB_CACHE", str(tmp_path / "cache"))
-    code = main(["rollout", "--model", "tiny", "--out", str(tmp_path / "out"), "--no-progress", *argv])
+    code = main(["rollout", "--model", "tiny", "--out", str(tmp_path / "out"), "--no_progress", *argv])
     err = capsys.readouterr().err
     assert code == 2 and message in err and "Traceback" not in err
 
@@ -71,15 +71,15 @@ def test_diagnose_cli_prints_the_label_table(tmp_path, capsys, monkeypatch):
                 "tiny",
                 "--split",
                 "test",
-                "--split-file",
+                "--split_file",
                 str(PAPER_SPLIT),
                 "--limit",
                 "2",
-                "--max-new-tokens",
+                "--max_new_tokens",
                 "4",
                 "--out",
                 str(out),
-                "--no-progress",
+                "--no_progress",
             ]
         )
         == 0
