@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -197,6 +198,22 @@ class _HeldOutEval(TrainerCallback):
 
 
 class SealTrainer(GRPOTrainer):
+    # TRL's model-card metadata: the cards TRL writes (`create_model_card`, at every checkpoint and on
+    # `push_to_hub`) name the method and cite its paper; the model is tagged with `_tag_names`
+    _tag_names = ["trl", "grpo", "seal"]
+    _name = "SEAL"
+    _paper = {
+        "title": "SEAL: Synergistic Co-Evolution of Agents and Learning Environments",
+        "id": "2605.24426",
+        "citation": textwrap.dedent("""\
+            @article{hu2026seal,
+                title        = {{SEAL: Synergistic Co-Evolution of Agents and Learning Environments}},
+                author       = {Yihao Hu and Zhihao Wen and Xiujin Liu and Pan Wang and Xin Zhang and Wei Wu},
+                year         = 2026,
+                eprint       = {arXiv:2605.24426},
+            }"""),
+    }
+
     def __init__(
         self,
         model,

@@ -153,6 +153,7 @@ def test_a_wheel_install_trains_and_publishes_without_a_checkout(tmp_path):
     assert done.returncode == 0, done.stderr[-3000:]
     assert "SEAL run summary" in done.stdout and f"published: {run}-trajectories" in done.stdout
     check_run(out, tmp_path / "registry", run, steps=1, group=2)
+    assert "trained with SEAL" in (out / "README.md").read_text()  # TRL's card, written at the checkpoint
     card = git(tmp_path / "registry" / "models" / f"{run}-adapter.git", "show", "iter-1:README.md")
     assert card.startswith("---\n") and f"{run}-trajectories" in card  # the installed card template, filled in
 
