@@ -78,7 +78,8 @@ def test_tiny_model_end_to_end_writes_records_with_the_training_features(tmp_pat
     assert [t.task_id for t in trajectories] == results["task_ids"]
     assert all(t.num_generated_tokens > 0 and t.interface_version == "v0" for t in trajectories)
     # greedy: a second run (other batch size) generates exactly the same tokens
-    assert _eval(tmp_path / "b", "--model", "tiny", "--limit", "3", "--max_new_tokens", "8", "--max_live_episodes", "3") == 0
+    other = ("--model", "tiny", "--limit", "3", "--max_new_tokens", "8", "--max_live_episodes", "3")
+    assert _eval(tmp_path / "b", *other) == 0
     again = read_trajectories(tmp_path / "b" / "trajectories.parquet")
     assert [t.token_ids for t in again] == [t.token_ids for t in trajectories]
 
