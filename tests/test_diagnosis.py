@@ -132,128 +132,129 @@ STATE = "multi_turn:instance_state_mismatch"
 RESPONSE = "multi_turn:execution_response_mismatch"
 
 
-@pytest.mark.parametrize(
-    ("record", "truth", "expected"),
-    [
-        (
-            turn(
-                [step([("ls", {})], [("{}", None, True)])],
-                VerdictRecord(passed=True, expects_calls=False, model_calls=1),
+# each case: a hand-built turn, whether the ground truth calls tools ('gt') or not ('none'), the label it gets
+HAND_BUILT = [
+    (
+        turn(
+            [step([("ls", {})], [("{}", None, True)])],
+            VerdictRecord(passed=True, expects_calls=False, model_calls=1),
+        ),
+        (),
+        Label.SPURIOUS_TOOL_CALL,
+    ),
+    (turn([step()], VerdictRecord(passed=True, expects_calls=False, model_calls=0)), (), Label.CORRECT_ABSTENTION),
+    (turn([step()], fail("multi_turn:empty_turn_model_response", 0)), "gt", Label.MISSING_TOOL_CALL),
+    (
+        turn([step(parse_errors=["invalid_json"])], fail("multi_turn:empty_turn_model_response", 0)),
+        "gt",
+        Label.INVALID_TOOL_CALL,
+    ),
+    (
+        turn([step([("cd", {"folder": 1})], [("x", "wrong_type", True)])], fail(STATE)),
+        "gt",
+        Label.INVALID_TOOL_CALL,
+    ),
+    (turn([step([("nope", {})], [("Error", "unknown_tool", False)])], fail(STATE)), "gt", Label.INVALID_TOOL_CALL),
+    (
+        turn(
+            [
+                step(
+                    [
+                        ("cd", {"folder": "document"}),
+                        ("mkdir", {"dir_name": "tmp"}),
+                        ("mv", {"source": "final_report.pdf", "destination": "temp"}),
+                    ],
+                    [("{}", None, True)] * 3,
+                )
+            ],
+            fail(STATE),
+        ),
+        "gt",
+        Label.ARGUMENT_MISMATCH,
+    ),
+    (
+        turn(
+            [step([("cd", {"folder": "document"})], [("{}", None, True)])],
+            VerdictRecord(
+                passed=False,
+                expects_calls=True,
+                model_calls=1,
+                error_type=STATE,
+                state_differences=["TwitterAPI", "GorillaFileSystem.root"],
             ),
-            (),
-            Label.SPURIOUS_TOOL_CALL,
         ),
-        (turn([step()], VerdictRecord(passed=True, expects_calls=False, model_calls=0)), (), Label.CORRECT_ABSTENTION),
-        (turn([step()], fail("multi_turn:empty_turn_model_response", 0)), "gt", Label.MISSING_TOOL_CALL),
-        (
-            turn([step(parse_errors=["invalid_json"])], fail("multi_turn:empty_turn_model_response", 0)),
-            "gt",
-            Label.INVALID_TOOL_CALL,
+        "gt",
+        Label.INSTANCE_MISMATCH,
+    ),
+    (  # another class's tool is not an instance mismatch (the released meaning): the state check decides
+        turn([step([("post_tweet", {"content": "hi"})], [("{}", None, True)])], fail(STATE)),
+        "gt",
+        Label.STATE_MISMATCH,
+    ),
+    (
+        turn([step([("cd", {"folder": "document"})], [("{}", None, True)])], fail(STATE)),
+        "gt",
+        Label.STATE_MISMATCH,
+    ),
+    (
+        turn([step([("cd", {"folder": "nowhere"})], [('{"error": "cd: no"}', "bad_path", True)])], fail(RESPONSE)),
+        "gt",
+        Label.RECOVERY_FAILURE,
+    ),
+    (
+        turn(
+            [
+                step([("cd", {"folder": "x"})], [('{"error": "no"}', "bad_path", True)]),
+                step([("cd", {"folder": "document"})], [("{}", None, True)]),
+            ],
+            fail(RESPONSE),
         ),
-        (
-            turn([step([("cd", {"folder": 1})], [("x", "wrong_type", True)])], fail(STATE)),
-            "gt",
-            Label.INVALID_TOOL_CALL,
+        "gt",
+        Label.RESPONSE_MISMATCH,
+    ),
+    (
+        turn(
+            [step([("cd", {"folder": "document"})], [("{}", None, True)])],
+            VerdictRecord(passed=True, expects_calls=True, model_calls=1),
         ),
-        (turn([step([("nope", {})], [("Error", "unknown_tool", False)])], fail(STATE)), "gt", Label.INVALID_TOOL_CALL),
-        (
-            turn(
-                [
-                    step(
-                        [
-                            ("cd", {"folder": "document"}),
-                            ("mkdir", {"dir_name": "tmp"}),
-                            ("mv", {"source": "final_report.pdf", "destination": "temp"}),
-                        ],
-                        [("{}", None, True)] * 3,
-                    )
-                ],
-                fail(STATE),
-            ),
-            "gt",
-            Label.ARGUMENT_MISMATCH,
-        ),
-        (
-            turn(
-                [step([("cd", {"folder": "document"})], [("{}", None, True)])],
-                VerdictRecord(
-                    passed=False,
-                    expects_calls=True,
-                    model_calls=1,
-                    error_type=STATE,
-                    state_differences=["TwitterAPI", "GorillaFileSystem.root"],
-                ),
-            ),
-            "gt",
-            Label.INSTANCE_MISMATCH,
-        ),
-        (  # another class's tool is not an instance mismatch (the released meaning): the state check decides
-            turn([step([("post_tweet", {"content": "hi"})], [("{}", None, True)])], fail(STATE)),
-            "gt",
-            Label.STATE_MISMATCH,
-        ),
-        (
-            turn([step([("cd", {"folder": "document"})], [("{}", None, True)])], fail(STATE)),
-            "gt",
-            Label.STATE_MISMATCH,
-        ),
-        (
-            turn([step([("cd", {"folder": "nowhere"})], [('{"error": "cd: no"}', "bad_path", True)])], fail(RESPONSE)),
-            "gt",
-            Label.RECOVERY_FAILURE,
-        ),
-        (
-            turn(
-                [
-                    step([("cd", {"folder": "x"})], [('{"error": "no"}', "bad_path", True)]),
-                    step([("cd", {"folder": "document"})], [("{}", None, True)]),
-                ],
-                fail(RESPONSE),
-            ),
-            "gt",
-            Label.RESPONSE_MISMATCH,
-        ),
-        (
-            turn(
-                [step([("cd", {"folder": "document"})], [("{}", None, True)])],
-                VerdictRecord(passed=True, expects_calls=True, model_calls=1),
-            ),
-            "gt",
-            Label.PASS,
-        ),
-        (TurnRecord(index=0, steps=[], verdict=None), "gt", Label.MISSING_TOOL_CALL),
-        (TurnRecord(index=0, steps=[], verdict=None), "none", Label.CORRECT_ABSTENTION),
-        (
-            TurnRecord(index=0, steps=[step([("ls", {})], [("{}", None, True)])], verdict=None),
-            "none",
-            Label.SPURIOUS_TOOL_CALL,
-        ),
-        (
-            TurnRecord(index=0, steps=[step([("cd", {"folder": "document"})], [("{}", None, True)])], verdict=None),
-            "gt",
-            Label.MISSING_TOOL_CALL,
-        ),
-    ],
-    ids=[
-        "spurious",
-        "abstention",
-        "missing",
-        "invalid_parse",
-        "invalid_type",
-        "invalid_unknown",
-        "argument",
-        "instance",
-        "other_class_tool",
-        "state",
-        "recovery",
-        "repaired_then_response",
-        "pass",
-        "unreached",
-        "unreached_abstention",
-        "unfinished_spurious",
-        "unfinished_with_calls",
-    ],
-)
+        "gt",
+        Label.PASS,
+    ),
+    (TurnRecord(index=0, steps=[], verdict=None), "gt", Label.MISSING_TOOL_CALL),
+    (TurnRecord(index=0, steps=[], verdict=None), "none", Label.CORRECT_ABSTENTION),
+    (
+        TurnRecord(index=0, steps=[step([("ls", {})], [("{}", None, True)])], verdict=None),
+        "none",
+        Label.SPURIOUS_TOOL_CALL,
+    ),
+    (
+        TurnRecord(index=0, steps=[step([("cd", {"folder": "document"})], [("{}", None, True)])], verdict=None),
+        "gt",
+        Label.MISSING_TOOL_CALL,
+    ),
+]
+HAND_BUILT_IDS = [
+    "spurious",
+    "abstention",
+    "missing",
+    "invalid_parse",
+    "invalid_type",
+    "invalid_unknown",
+    "argument",
+    "instance",
+    "other_class_tool",
+    "state",
+    "recovery",
+    "repaired_then_response",
+    "pass",
+    "unreached",
+    "unreached_abstention",
+    "unfinished_spurious",
+    "unfinished_with_calls",
+]
+
+
+@pytest.mark.parametrize(("record", "truth", "expected"), HAND_BUILT, ids=HAND_BUILT_IDS)
 def test_hand_built_turns_get_their_label(suite, record, truth, expected):
     task = suite.task(TASK)
     calls = task.ground_truth[0] if truth == "gt" else ()
@@ -261,19 +262,9 @@ def test_hand_built_turns_get_their_label(suite, record, truth, expected):
 
 
 def test_every_label_is_covered_by_the_hand_built_cases():
-    covered = {
-        Label.SPURIOUS_TOOL_CALL,
-        Label.CORRECT_ABSTENTION,
-        Label.MISSING_TOOL_CALL,
-        Label.INVALID_TOOL_CALL,
-        Label.ARGUMENT_MISMATCH,
-        Label.INSTANCE_MISMATCH,
-        Label.STATE_MISMATCH,
-        Label.RECOVERY_FAILURE,
-        Label.RESPONSE_MISMATCH,
-        Label.PASS,
-    }
-    assert covered == set(Label)
+    covered = {expected for _, _, expected in HAND_BUILT}
+    assert covered == set(Label), f"no hand-built case for {sorted(set(Label) - covered)}"
+    assert len(HAND_BUILT_IDS) == len(HAND_BUILT)
 
 
 def test_real_episode_labels(suite):

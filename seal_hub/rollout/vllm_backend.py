@@ -14,6 +14,7 @@ Not covered: weight synchronisation from a trainer (TRL's vLLM integration does 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 from seal_hub.rollout.backend import Generation, GenerationRequest, SamplingConfig
@@ -23,6 +24,9 @@ VLLM_INSTALL = "pip install vllm (on a machine with a CUDA GPU)"
 
 class VLLMBackend:
     def __init__(self, model: str, eos_token_ids: Iterable[int], seed: int = 0, **llm_kwargs: Any) -> None:
+        local = Path(model).expanduser()
+        if (local.is_absolute() or model.startswith((".", "~"))) and not local.is_dir():  # a path, not a Hub id
+            raise FileNotFoundError(f"vLLM model {model}: no such directory (give a model directory or a Hub id)")
         try:
             from vllm import LLM
         except ImportError as error:
