@@ -339,7 +339,7 @@ def _add_report_command(commands) -> None:
         "sources",
         nargs="+",
         metavar="DIR",
-        help="a run directory (recipes/seal.py --output_dir) or an evaluation directory (seal-hub eval --out); "
+        help="a run directory (seal-hub train --output_dir) or an evaluation directory (seal-hub eval --out); "
         "NAME=DIR names it in tables and legends",
     )
     report.add_argument("--out", default="report", help="directory for report.md and the plots (default: report)")

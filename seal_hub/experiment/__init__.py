@@ -13,7 +13,7 @@ run directory (the recipe resumes from its last checkpoint), and evaluations res
 process trains, then only the main process evaluates and reports (the others return, so no barrier waits
 through a long evaluation).
 
-Not covered: the training itself (the caller passes `recipes/seal.py`'s `main`), the tables and figures of
+Not covered: the training itself (the caller passes `seal_hub.scripts.seal.main`), the tables and figures of
 `seal-hub report` (reused as they are), the paper's OOD suites that need the live web or an LLM user.
 """
 

@@ -157,7 +157,7 @@ def _run(spec: str, revision: str | None) -> ReplaySource:
         if not registry.repo_exists(trajectories.repo_id, "dataset"):
             raise ReplayError(
                 f"run {run_name!r}: no repository {trajectories.repo_id} in the {registry.backend} registry "
-                "(publish a run with recipes/seal.py --publish_run NS/RUN)"
+                "(publish a run with seal-hub train --publish_run NS/RUN)"
             )
         revisions = tuple(v.tag for v in registry.versions(trajectories.repo_id, "dataset"))
         from seal_hub.hub import fetch

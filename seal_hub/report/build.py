@@ -5,7 +5,7 @@ what they hold and writes one Markdown page that embeds the figures by relative 
 be moved, zipped or pushed as a whole. Figures that have nothing to show (no run with a finished iteration, no
 evaluation) are left out and the page says so; the page is written last, atomically.
 
-Not covered: producing the sources (training: `recipes/seal.py`; evaluation: `seal-hub eval`).
+Not covered: producing the sources (training: `seal-hub train` / `recipes/seal.py`; evaluation: `seal-hub eval`).
 """
 
 from __future__ import annotations
