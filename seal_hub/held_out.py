@@ -38,7 +38,7 @@ class HeldOutSettings:
     max_context_tokens: int = 8192
     max_steps_per_turn: int = 20
     max_live_episodes: int = 16
-    parser_style: str = "hermes"
+    parser_style: str | None = None  # None: inferred from the chat template
 
 
 @dataclass(frozen=True)
