@@ -130,8 +130,12 @@ def first_messages(interface: InterfaceSnapshot, observation: Observation) -> tu
 
 
 def assistant_message(action: Action) -> dict[str, Any]:
-    """The policy's step as a chat message: its text and the calls parsed from it."""
-    return {"role": "assistant", "content": action.content, "tool_calls": [c.to_chat() for c in action.tool_calls]}
+    """The policy's step as a chat message: its text and the calls parsed from it (no ``tool_calls`` key when there
+    are none: Llama-3.1's template refuses an assistant message whose ``tool_calls`` is not exactly one call)."""
+    message: dict[str, Any] = {"role": "assistant", "content": action.content}
+    if action.tool_calls:
+        message["tool_calls"] = [c.to_chat() for c in action.tool_calls]
+    return message
 
 
 def observation_messages(
