@@ -201,8 +201,8 @@ def test_batched_backend_samples_the_distribution_generate_samples(sharp):
     assert goodness_of_fit(tokens, reference) > ALPHA
     # the log-probabilities are those of generate's processed distribution
     assert torch.allclose(torch.tensor(logprobs), reference[torch.tensor(tokens)].log(), atol=1e-4)
-    # and against model.generate's own draws (two samples, same settings)
-    torch.manual_seed(0)
+    # and against model.generate's own draws (two independent samples, same settings)
+    torch.manual_seed(1)
     x = torch.tensor([ids] * DRAWS)
     with torch.no_grad():
         drawn = model.generate(
@@ -214,19 +214,26 @@ def test_batched_backend_samples_the_distribution_generate_samples(sharp):
     assert stats.chi2_contingency(table).pvalue > ALPHA
 
 
+TOP_K_ONLY = SamplingConfig(temperature=0.7, top_k=20, max_new_tokens=1)
+
+
 @pytest.mark.parametrize(
-    "wrong",
+    ("right", "wrong"),
     [
-        SamplingConfig(temperature=1.0, top_p=0.9, top_k=20, max_new_tokens=1),  # temperature not applied
-        SamplingConfig(temperature=0.7, top_p=1.0, top_k=20, max_new_tokens=1),  # top-p not applied
+        # same support (the 20 top tokens) at both temperatures: the chi-square statistic alone decides
+        (TOP_K_ONLY, SamplingConfig(temperature=0.8, top_k=20, max_new_tokens=1)),
+        (SETTINGS, SamplingConfig(temperature=0.7, top_p=1.0, top_k=20, max_new_tokens=1)),  # top-p not applied
     ],
-    ids=["temperature", "top_p"],
+    ids=["temperature_0.8_for_0.7", "top_p_left_out"],
 )
-def test_the_same_test_rejects_a_sampler_with_wrong_settings(sharp, wrong):
+def test_the_same_test_rejects_a_sampler_with_wrong_settings(sharp, right, wrong):
     model, tokenizer = sharp
     ids = tokenizer(PROMPT, add_special_tokens=False)["input_ids"]
-    reference = _generate_distribution(model, ids, SETTINGS)
+    reference = _generate_distribution(model, ids, right)
+    assert goodness_of_fit(_batched_draws(model, ids, right, seed=0)[0], reference) > ALPHA
     tokens, _ = _batched_draws(model, ids, wrong, seed=0)
+    if right is TOP_K_ONLY:
+        assert set(tokens) <= set((reference > 0).nonzero().flatten().tolist())
     assert goodness_of_fit(tokens, reference) < ALPHA
 
 
