@@ -27,7 +27,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 from seal_hub.envs.bfcl import BfclSuite
 from seal_hub.evaluation import EvalProtocol, EvalSpec, ModelRunner, interface_record, run_evaluation
 from seal_hub.interface import InterfaceSnapshot
-from seal_hub.models import build_tiny_model
+from seal_hub.models import build_tiny_model, end_token_ids
 from seal_hub.rollout import HFBackend, PolicyInfo, RolloutEngine, SequentialBackend
 
 
@@ -46,7 +46,7 @@ def main() -> None:
     test = suite.split_ids("test")
     ids = [i for c in suite.categories for i in [x for x in test if suite.task(x).category == c][: args.per_category]]
     tasks = suite.select(ids)
-    eos, pad = [tokenizer.eos_token_id], tokenizer.pad_token_id
+    eos, pad = end_token_ids(model, tokenizer), tokenizer.pad_token_id
     interface = InterfaceSnapshot.null(suite.name)
     runs = {}
     with tempfile.TemporaryDirectory() as out:

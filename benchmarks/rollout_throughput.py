@@ -27,7 +27,7 @@ import time
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from seal_hub.envs.bfcl import BfclSuite
-from seal_hub.models import build_tiny_model
+from seal_hub.models import build_tiny_model, end_token_ids
 from seal_hub.rollout import HFBackend, PolicyInfo, RolloutConfig, RolloutEngine, SamplingConfig, SequentialBackend
 
 
@@ -44,7 +44,7 @@ def main() -> None:
     suite = BfclSuite()
     tasks = list(suite.tasks.values())[: args.tasks]
     sampling = SamplingConfig(temperature=0.0, max_new_tokens=args.max_new_tokens)
-    eos, pad = [tokenizer.eos_token_id], tokenizer.pad_token_id
+    eos, pad = end_token_ids(model, tokenizer), tokenizer.pad_token_id
     runs = {}
     for name, backend, live in (
         ("batched", HFBackend(model, eos, pad), 16),

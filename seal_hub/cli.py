@@ -14,6 +14,7 @@ import sys
 from collections.abc import Sequence
 
 PARSER_STYLES = ["hermes", "llama3", "pythonic"]  # the tool-call formats of seal_hub.toolcalls
+PARSER_HELP = "tool-call format (default: the one the chat template writes)"
 
 
 def _suite_tasks(args: argparse.Namespace):
@@ -61,6 +62,7 @@ def _rollout(args: argparse.Namespace) -> int:
     import time
     from pathlib import Path
 
+    from seal_hub.models import end_token_ids
     from seal_hub.rollout import (
         HFBackend,
         PolicyInfo,
@@ -88,10 +90,9 @@ def _rollout(args: argparse.Namespace) -> int:
         max_live_episodes=args.max_live_episodes,
         max_context_tokens=args.max_context_tokens,
         parser_style=args.parser_style,
-        sampling=SamplingConfig(args.temperature, args.top_p, args.max_new_tokens, args.seed),
+        sampling=SamplingConfig(args.temperature, args.top_p, args.max_new_tokens, args.seed, top_k=args.top_k),
     )
-    eos = {tokenizer.convert_tokens_to_ids(tokenizer.eos_token)}
-    backend = HFBackend(model, eos, tokenizer.pad_token_id or 0, seed=args.seed)
+    backend = HFBackend(model, end_token_ids(model, tokenizer), tokenizer.pad_token_id or 0, seed=args.seed)
     snapshot = interface.value if interface is not None else None
     engine = RolloutEngine(backend, tokenizer, suite, config, info, snapshot)
     start = time.perf_counter()
@@ -119,19 +120,26 @@ def _rollout(args: argparse.Namespace) -> int:
 def _sources(args: argparse.Namespace):
     """--interface / --adapter resolved once to commits and recorded in --out/sources.json; the model to load
     (--model, else the adapter's base, else the demo model), checked against the adapter's base."""
-    from seal_hub.hub.sources import RunSources, check_base_model, resolve_reference
-    from seal_hub.models import DEMO_MODEL_ID, cache_root
+    from seal_hub.hub.sources import RunSources, resolve_reference
 
     interface = resolve_reference(args.interface, "environment") if args.interface else None
     adapter = resolve_reference(args.adapter, "adapter") if args.adapter else None
     name = args.model or (adapter.value.base if adapter is not None else "demo")
     if adapter is not None:
-        shorthand = {"demo": DEMO_MODEL_ID, "tiny": str(cache_root() / "tiny-policy")}
-        check_base_model(adapter, shorthand.get(name, name))
+        _check_base(adapter, name)
     sources = RunSources(*(r.source if r is not None else None for r in (interface, adapter)))
     if sources.all():
         sources.write(args.out)
     return interface, adapter, name
+
+
+def _check_base(adapter, name: str) -> None:
+    """The adapter's base model is the policy `name` ('demo' and 'tiny' are the packaged models), else one line."""
+    from seal_hub.hub.sources import check_base_model
+    from seal_hub.models import DEMO_MODEL_ID, cache_root
+
+    shorthand = {"demo": DEMO_MODEL_ID, "tiny": str(cache_root() / "tiny-policy")}
+    check_base_model(adapter, shorthand.get(name, name))
 
 
 def _diagnose(args: argparse.Namespace) -> int:
@@ -223,17 +231,23 @@ def _eval(args: argparse.Namespace) -> int:
         runner = OracleRunner(suite, protocol.episode_config(), interface.version)
         model_record = {"id": "oracle", "revision": None}
     else:
+        import dataclasses
+
+        from seal_hub.models import end_token_ids
+        from seal_hub.models.tool_style import resolve_tool_style
         from seal_hub.rollout import HFBackend, PolicyInfo, RolloutEngine
 
+        if resolved is not None:  # before the model loads: an adapter of another base fails at once
+            _check_base(resolved, args.model)
         model, tokenizer, config = _policy(args.model)
         model_record = _eval_spec_model(args, config, model)
+        protocol = dataclasses.replace(protocol, parser_style=resolve_tool_style(tokenizer, protocol.parser_style))
         if resolved is not None:
             from seal_hub.hub.sources import attach_adapter
 
             model = attach_adapter(model, resolved)
         model.eval()
-        eos = {tokenizer.convert_tokens_to_ids(tokenizer.eos_token)}
-        backend = HFBackend(model, eos, tokenizer.pad_token_id or 0, seed=0)
+        backend = HFBackend(model, end_token_ids(model, tokenizer), tokenizer.pad_token_id or 0, seed=0)
         policy_id = adapter["repo"] if adapter else model_record["id"]
         info = PolicyInfo(policy_id, adapter["commit"] if adapter else model_record["revision"])
         engine = RolloutEngine(backend, tokenizer, suite, protocol.rollout_config(), info, interface)
@@ -384,9 +398,10 @@ def build_parser() -> argparse.ArgumentParser:
     _option(rollout, "max_live_episodes", "--batch-size", type=int, default=16, help="episodes generated together")
     _option(rollout, "temperature", type=float, default=1.0, help="sampling temperature (0: greedy)")
     _option(rollout, "top_p", type=float, default=1.0, help="nucleus sampling mass")
+    _option(rollout, "top_k", type=int, default=0, help="sample among the k likeliest tokens (0: all)")
     _option(rollout, "max_new_tokens", type=int, default=256, help="tokens per model step")
     _option(rollout, "max_context_tokens", type=int, default=8192, help="longest token sequence of one episode")
-    _option(rollout, "parser_style", "--parser", choices=PARSER_STYLES, default="hermes", help="tool-call format")
+    _option(rollout, "parser_style", "--parser", choices=PARSER_STYLES, default=None, help=PARSER_HELP)
     _option(rollout, "seed", type=int, default=0, help="sampling seed (and the seed of --split_file stratified)")
     rollout.add_argument("--interface", default=None, help="a published environment version to apply: ns/name-env@v3")
     rollout.add_argument(
@@ -408,7 +423,7 @@ def build_parser() -> argparse.ArgumentParser:
     _option(evaluate, "max_new_tokens", type=int, default=512, help="tokens per model step")
     _option(evaluate, "max_context_tokens", type=int, default=8192, help="longest token sequence of one episode")
     _option(evaluate, "max_live_episodes", "--batch-size", type=int, default=16, help="episodes generated together")
-    _option(evaluate, "parser_style", "--parser", choices=PARSER_STYLES, default="hermes", help="tool-call format")
+    _option(evaluate, "parser_style", "--parser", choices=PARSER_STYLES, default=None, help=PARSER_HELP)
     evaluate.add_argument(
         "--publish",
         default=None,

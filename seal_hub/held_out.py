@@ -25,6 +25,7 @@ from typing import Any
 from seal_hub.envs.bfcl import BfclSuite, Task
 from seal_hub.evaluation.protocol import EvalProtocol
 from seal_hub.interface import InterfaceSnapshot
+from seal_hub.models.tool_style import resolve_tool_style
 from seal_hub.rollout import GenerationBackend, PolicyInfo, RolloutEngine
 
 HELD_OUT_DIR = "held_out"
@@ -38,7 +39,7 @@ class HeldOutSettings:
     max_context_tokens: int = 8192
     max_steps_per_turn: int = 20
     max_live_episodes: int = 16
-    parser_style: str = "hermes"
+    parser_style: str | None = None  # None: inferred from the chat template
 
 
 @dataclass(frozen=True)
@@ -108,7 +109,7 @@ def evaluate_held_out(
         max_new_tokens=settings.max_new_tokens,
         max_context_tokens=settings.max_context_tokens,
         max_steps_per_turn=settings.max_steps_per_turn,
-        parser_style=settings.parser_style,
+        parser_style=resolve_tool_style(tokenizer, settings.parser_style),  # the record names the style used
         batch_size=settings.max_live_episodes,
     )
     config = protocol.rollout_config()

@@ -62,6 +62,7 @@ from seal_hub.evolve import (
 from seal_hub.held_out import HeldOutResult, HeldOutSettings, evaluate_held_out, write_held_out
 from seal_hub.interface import InterfaceSnapshot
 from seal_hub.kill_points import kill_point
+from seal_hub.models.end_tokens import end_token_ids
 from seal_hub.rollout import GenerationBackend, HFBackend, PolicyInfo, RolloutConfig, RolloutEngine, SamplingConfig
 from seal_hub.rollout.records import read_trajectories
 from seal_hub.run_records import (
@@ -77,6 +78,7 @@ from seal_hub.run_records import (
     write_run_config,
 )
 from seal_hub.snapshot_store import SnapshotStore
+from seal_hub.toolcalls import STYLES
 
 if TYPE_CHECKING:
     from seal_hub.hub import PublishConfig
@@ -111,7 +113,10 @@ class SealConfig(GRPOConfig, EvolveSettings):
         metadata={"help": "Model steps allowed in a whole training episode (the paper: 20); unset: no cap."},
     )
     max_live_episodes: int = field(default=16, metadata={"help": "Episodes generated together in one batch."})
-    parser_style: str = field(default="hermes", metadata={"help": "Tool-call format: hermes, llama3, pythonic."})
+    parser_style: str | None = field(
+        default=None,
+        metadata={"help": "Tool-call format: hermes, llama3, pythonic; unset: inferred from the chat template."},
+    )
     interface_mode: str = field(
         default="full",
         metadata={
@@ -150,6 +155,16 @@ class SealConfig(GRPOConfig, EvolveSettings):
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         if self.max_steps_per_episode is not None and self.max_steps_per_episode < 1:
             raise ValueError(f"max_steps_per_episode must be >= 1 (unset: no cap), got {self.max_steps_per_episode}")
+        if self.parser_style is not None and self.parser_style not in STYLES:
+            raise ValueError(
+                f"parser_style={self.parser_style!r}: use one of {', '.join(STYLES)}, or leave it unset (inferred "
+                "from the chat template)"
+            )
+        if self.min_p is not None or self.repetition_penalty != 1.0:
+            raise ValueError(
+                "min_p and repetition_penalty are not applied by SEAL's rollout engine (it samples with temperature, "
+                "top_p and top_k); leave them unset"
+            )
         if self.interface_mode not in INTERFACE_MODES:
             raise ValueError(f"interface_mode must be 'released' or 'full', got {self.interface_mode!r}")
         EvolveSettings.__post_init__(self)  # the evolution thresholds (GRPOConfig's chain does not reach it)
@@ -169,8 +184,7 @@ def verified_reward(prompts, completions, seal_reward, **kwargs) -> list[float]:
 
 def hf_backend(model, tokenizer, step: int, seed: int = 0) -> HFBackend:
     """A fresh batched backend per generation step: cached KV belongs to the weights of one step."""
-    eos = {tokenizer.convert_tokens_to_ids(tokenizer.eos_token)}
-    return HFBackend(model, eos, tokenizer.pad_token_id or 0, seed=seed + step)
+    return HFBackend(model, end_token_ids(model, tokenizer), tokenizer.pad_token_id or 0, seed=seed + step)
 
 
 class _EpochWindow(TrainerCallback):
@@ -278,7 +292,7 @@ class SealTrainer(GRPOTrainer):
             llm = getattr(self.vllm_generation, "llm", None)
             if llm is None:
                 raise ValueError("SEAL generates through vLLM in-process: set vllm_mode='colocate' (not 'server')")
-            return VLLMBackend.from_llm(llm, {tokenizer.convert_tokens_to_ids(tokenizer.eos_token)})
+            return VLLMBackend.from_llm(llm, end_token_ids(model, tokenizer))
         return hf_backend(model, tokenizer, step, self.args.seed)
 
     def _rollout(self, prompts: list[str], trainer: GRPOTrainer) -> dict[str, list]:
@@ -292,7 +306,7 @@ class SealTrainer(GRPOTrainer):
             max_live_episodes=args.max_live_episodes,
             max_context_tokens=args.max_context_tokens,
             parser_style=args.parser_style,
-            sampling=SamplingConfig(args.temperature, args.top_p, args.max_new_tokens, args.seed + step),
+            sampling=SamplingConfig(args.temperature, args.top_p, args.max_new_tokens, args.seed + step, args.top_k),
             episode=EpisodeConfig(
                 max_steps_per_turn=args.max_steps_per_turn, max_steps_per_episode=args.max_steps_per_episode
             ),

@@ -129,7 +129,7 @@ def test_earlier_option_spellings_still_work_but_are_not_advertised(capsys):
     assert (args.max_live_episodes, args.parser_style, args.max_new_tokens, args.top_p) == (3, "llama3", 5, 0.5)
     assert (args.no_progress, args.split_file, args.num_generations) == (True, "stratified", 2)
     defaults = parser.parse_args(["eval", "--model", "tiny"])
-    assert (defaults.max_live_episodes, defaults.parser_style, defaults.no_progress) == (16, "hermes", False)
+    assert (defaults.max_live_episodes, defaults.parser_style, defaults.no_progress) == (16, None, False)
     for command in (["rollout", "--help"], ["eval", "--help"]):
         with pytest.raises(SystemExit):
             parser.parse_args(command)

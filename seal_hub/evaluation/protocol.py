@@ -34,7 +34,10 @@ class EvalProtocol:
     end_turn_on_parse_error: bool = field(
         default=True, metadata={"help": "End the turn on text with no decodable call (bfcl-eval's loop)."}
     )
-    parser_style: str = field(default="hermes", metadata={"help": "Tool-call format: hermes, llama3 or pythonic."})
+    parser_style: str | None = field(
+        default=None,
+        metadata={"help": "Tool-call format: hermes, llama3 or pythonic; unset: inferred from the chat template."},
+    )
     batch_size: int = field(default=16, metadata={"help": "Episodes generated together (no effect on scores)."})
     temperature: float = field(default=0.0, metadata={"help": "Sampling temperature; the paper's protocol is 0."})
 

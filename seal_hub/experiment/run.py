@@ -109,7 +109,8 @@ def evaluate_arm(config: ExperimentConfig, model_args: Any, arm: Arm | None, sui
     from seal_hub.envs.suite import SuiteError, load_suite
     from seal_hub.evaluation import EvalProtocol, EvalSpec, ModelRunner, interface_record, run_evaluation
     from seal_hub.interface import InterfaceSnapshot
-    from seal_hub.models import load_policy, place_for_inference
+    from seal_hub.models import end_token_ids, load_policy, place_for_inference
+    from seal_hub.models.tool_style import resolve_tool_style
     from seal_hub.rollout import HFBackend, PolicyInfo, RolloutEngine
 
     try:
@@ -136,12 +137,12 @@ def evaluate_arm(config: ExperimentConfig, model_args: Any, arm: Arm | None, sui
         max_new_tokens=config.eval_max_new_tokens,
         max_context_tokens=config.eval_max_context_tokens,
         batch_size=config.eval_batch_size,
+        parser_style=resolve_tool_style(tokenizer, None),  # results.json names the style the template teaches
     )
     model_id = model_id_of(config.plan()["model"])
     adapter = adapter_record(arm, run_dir) if run_dir is not None else None
     interface = InterfaceSnapshot.null(suite.name)
-    eos = {tokenizer.convert_tokens_to_ids(tokenizer.eos_token)}
-    backend = HFBackend(model, eos, tokenizer.pad_token_id or 0, seed=0)
+    backend = HFBackend(model, end_token_ids(model, tokenizer), tokenizer.pad_token_id or 0, seed=0)
     info = PolicyInfo(f"{model_id}:{arm.name}" if arm else model_id, adapter["commit"] if adapter else None)
     engine = RolloutEngine(backend, tokenizer, suite, protocol.rollout_config(), info, interface)
     spec = EvalSpec(

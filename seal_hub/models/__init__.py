@@ -15,6 +15,7 @@ Not covered: training (`seal_hub.trainer`) and publishing adapters (`seal_hub.hu
 from seal_hub.models.chat_templates import ensure_tool_template, is_trl_tool_template, tool_chat_template
 from seal_hub.models.config import PolicyConfig, lora_config, parse_model_id, quantization_config
 from seal_hub.models.demo import DEMO_INSTALL, DEMO_MODEL_ID, cache_root, materialize_demo_model
+from seal_hub.models.end_tokens import end_token_ids, template_end_of_turn
 from seal_hub.models.loading import (
     ResolvedModel,
     check_quantization_device,
@@ -32,6 +33,7 @@ __all__ = [
     "build_tiny_model",
     "cache_root",
     "check_quantization_device",
+    "end_token_ids",
     "ensure_tool_template",
     "is_trl_tool_template",
     "load_policy",
@@ -42,5 +44,6 @@ __all__ = [
     "parse_model_id",
     "quantization_config",
     "resolve_model",
+    "template_end_of_turn",
     "tool_chat_template",
 ]

@@ -97,6 +97,7 @@ class LiveRunner:
     def stream(self, request: LiveRequest) -> Iterator[LiveFrame]:
         """Run `request`, yielding the chat after every model step, then the verified episode."""
         from seal_hub.diagnosis import diagnose
+        from seal_hub.models import end_token_ids
         from seal_hub.rollout import HFBackend, PolicyInfo, RolloutConfig, RolloutEngine, SamplingConfig
         from seal_hub.rollout.engine import _Live
 
@@ -108,8 +109,7 @@ class LiveRunner:
         limits = self.limits
         sampling = SamplingConfig(temperature=0.0, max_new_tokens=limits.max_new_tokens, seed=request.seed)
         config = RolloutConfig(max_context_tokens=limits.max_context_tokens, sampling=sampling)
-        eos = {tokenizer.convert_tokens_to_ids(tokenizer.eos_token)}
-        backend = HFBackend(model, eos, tokenizer.pad_token_id or 0, seed=request.seed)
+        backend = HFBackend(model, end_token_ids(model, tokenizer), tokenizer.pad_token_id or 0, seed=request.seed)
         engine = RolloutEngine(
             backend, tokenizer, self.suite, config, PolicyInfo(policy_id), interface=request.interface
         )

@@ -6,8 +6,9 @@ far, and how long its shared prefix is) and returns one `Generation` each. Cachi
 the Hugging Face backend keeps KV caches per session and per shared prefix (`hf_backend.py`); vLLM's
 automatic prefix caching does the same on GPUs (`vllm_backend.py`).
 
-Log-probabilities are those of the distribution the token was sampled from (logits / temperature, after
-top-p), which is what an importance ratio against the sampling policy needs.
+Log-probabilities are those of the distribution the token was sampled from (the logits after temperature,
+top-k and top-p, as `model.generate` applies them: `sampling.py`), which is what an importance ratio against
+the sampling policy needs.
 """
 
 from __future__ import annotations
@@ -22,12 +23,17 @@ class SamplingConfig:
     top_p: float = field(default=1.0, metadata={"help": "Nucleus sampling mass; 1.0 disables it."})
     max_new_tokens: int = field(default=512, metadata={"help": "Tokens one model step may generate."})
     seed: int = field(default=0, metadata={"help": "Seed of the sampler's random generator."})
+    top_k: int = field(
+        default=0, metadata={"help": "Keep only the k most likely tokens; 0 disables it (TRL's default)."}
+    )
 
     def __post_init__(self) -> None:
         if self.temperature < 0:
             raise ValueError(f"temperature must be >= 0, got {self.temperature}")
         if not 0 < self.top_p <= 1:
             raise ValueError(f"top_p must be in (0, 1], got {self.top_p}")
+        if self.top_k < 0:
+            raise ValueError(f"top_k must be >= 0 (0 disables top-k filtering), got {self.top_k}")
         if self.max_new_tokens < 1:
             raise ValueError(f"max_new_tokens must be >= 1, got {self.max_new_tokens}")
 

@@ -5,12 +5,16 @@ rendered by the tokenizer's chat template), then alternately the policy's sample
 log-probabilities) and the environment's tokens (mask 0): tool results, the next user turn, and the template's
 framing around them. The environment's part is the chat template's own rendering of the new messages, cut
 after the last end-of-turn token of the conversation so far, so the sequence is what the template would
-render while the sampled tokens stay exactly as sampled. Tools revealed at a later turn (miss_func) are
-listed in that turn's user message, as BFCL's prompting protocol does, which keeps the sequence append-only
-(re-rendering the system prompt would change tokens the earlier steps were conditioned on).
+render while the sampled tokens stay exactly as sampled. A generation may end on any of the model's end tokens
+(`seal_hub.models.end_tokens`: Qwen2.5's ``<|endoftext|>`` as well as ``<|im_end|>``, Llama-3.1's ``<|eom_id|>``
+as well as ``<|eot_id|>``); that token stays where the template would have put its end-of-turn. Tools revealed
+at a later turn (miss_func) are listed in that turn's user message, as BFCL's prompting protocol does, which
+keeps the sequence append-only (re-rendering the system prompt would change tokens the earlier steps were
+conditioned on).
 
 Per step, every live episode that waits for the model goes into one `GenerationBackend.generate` call; its
-output is parsed into tool calls (`seal_hub.toolcalls`), stepped through the environment, and the episode
+output is parsed into tool calls (`seal_hub.toolcalls`, in the style the chat template teaches unless
+`parser_style` is given: `seal_hub.models.tool_style`), stepped through the environment, and the episode
 either continues or finishes independently. Rollouts of the same task start together so their shared prefix
 is computed once. An episode whose next prompt would not fit the context ends with truncation
 `context_limit` (reward 0), never an exception.
@@ -36,6 +40,8 @@ from seal_hub.envs.bfcl import EpisodeConfig
 from seal_hub.envs.protocol import Action, Message, Observation
 from seal_hub.envs.suite import Suite, SuiteTask
 from seal_hub.interface import InterfaceSnapshot
+from seal_hub.models.end_tokens import template_end_of_turn
+from seal_hub.models.tool_style import resolve_tool_style
 from seal_hub.rollout.backend import Generation, GenerationBackend, GenerationRequest, SamplingConfig
 from seal_hub.rollout.records import (
     CallRecord,
@@ -47,7 +53,7 @@ from seal_hub.rollout.records import (
     TurnRecord,
     VerdictRecord,
 )
-from seal_hub.toolcalls import ToolCallParser
+from seal_hub.toolcalls import STYLES, ToolCallParser
 
 
 class TemplateError(ValueError):
@@ -59,7 +65,10 @@ class RolloutConfig:
     num_generations: int = field(default=1, metadata={"help": "Rollouts per task (the GRPO group size)."})
     max_live_episodes: int = field(default=16, metadata={"help": "Episodes generated together in one batch."})
     max_context_tokens: int = field(default=8192, metadata={"help": "Longest token sequence of one episode."})
-    parser_style: str = field(default="hermes", metadata={"help": "Tool-call format: hermes, llama3 or pythonic."})
+    parser_style: str | None = field(
+        default=None,
+        metadata={"help": "Tool-call format: hermes, llama3 or pythonic; unset: inferred from the chat template."},
+    )
     sampling: SamplingConfig = field(default_factory=SamplingConfig)
     episode: EpisodeConfig = field(default_factory=EpisodeConfig)
 
@@ -67,6 +76,10 @@ class RolloutConfig:
         for name in ("num_generations", "max_live_episodes", "max_context_tokens"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.parser_style is not None and self.parser_style not in STYLES:
+            raise ValueError(
+                f"parser_style must be one of {', '.join(STYLES)} or None (inferred), got {self.parser_style!r}"
+            )
 
 
 @dataclass(frozen=True)
@@ -117,8 +130,12 @@ def first_messages(interface: InterfaceSnapshot, observation: Observation) -> tu
 
 
 def assistant_message(action: Action) -> dict[str, Any]:
-    """The policy's step as a chat message: its text and the calls parsed from it."""
-    return {"role": "assistant", "content": action.content, "tool_calls": [c.to_chat() for c in action.tool_calls]}
+    """The policy's step as a chat message: its text and the calls parsed from it (no ``tool_calls`` key when there
+    are none: Llama-3.1's template refuses an assistant message whose ``tool_calls`` is not exactly one call)."""
+    message: dict[str, Any] = {"role": "assistant", "content": action.content}
+    if action.tool_calls:
+        message["tool_calls"] = [c.to_chat() for c in action.tool_calls]
+    return message
 
 
 def observation_messages(
@@ -176,9 +193,9 @@ class _Live:
         self.ids += generation.token_ids
         self.mask += [1] * len(generation.token_ids)
         self.logprobs += generation.logprobs
-        text = self.engine.tokenizer.decode(list(generation.token_ids), skip_special_tokens=False)
-        if generation.finished and text.endswith(renderer.end_of_turn):
-            text = text[: -len(renderer.end_of_turn)]
+        # a finished generation ends on one of the model's end tokens (not always the template's end-of-turn)
+        said = generation.token_ids[:-1] if generation.finished else generation.token_ids
+        text = self.engine.tokenizer.decode(list(said), skip_special_tokens=False)
         action = self.engine.parser.parse(text)
         before = self.messages + [assistant_message(action)]
         start = time.perf_counter()
@@ -277,11 +294,11 @@ class RolloutEngine:
         self.config = config or RolloutConfig()
         self.policy = policy or PolicyInfo("unknown")
         self.interface = interface or InterfaceSnapshot.null(suite.name)
-        eot = end_of_turn or tokenizer.eos_token
+        eot = end_of_turn or template_end_of_turn(tokenizer) or tokenizer.eos_token
         if not eot:
             raise ValueError("the tokenizer has no eos_token; pass end_of_turn (e.g. '<|im_end|>')")
         self.renderer = ChatRenderer(tokenizer, eot)
-        self.parser = ToolCallParser(style=self.config.parser_style)
+        self.parser = ToolCallParser(style=resolve_tool_style(tokenizer, self.config.parser_style))
         self._sessions = itertools.count()
 
     def run(

@@ -18,8 +18,9 @@ a task and every step of an episode), and an episode only ever appends to its to
   otherwise it rides along without its outputs being used (and without touching its cached tokens).
 
 What a row cannot share: rollouts of one task each hold their own copy of the prefix, since a batched attention
-call needs each row's keys in one tensor (sharing would need paged attention). Sampling and greedy decoding are
-the reference backend's (`reference.py`), token for token under greedy decoding.
+call needs each row's keys in one tensor (sharing would need paged attention). Sampling goes through
+transformers' own logits warpers in `model.generate`'s order (`sampling.py`), so it draws from the distribution
+the reference backend (`reference.py`) draws from; greedy decoding matches it token for token.
 
 `timings` accumulates where generation time goes (prefill forwards, decode forwards, cache work, sampling) for
 the benchmarks. Not covered: speculative decoding, paged attention, or multi-GPU inference (use vLLM there).
@@ -34,6 +35,7 @@ import torch
 
 from seal_hub.rollout.backend import Generation, GenerationRequest, SamplingConfig
 from seal_hub.rollout.kv_rows import KVRows, PrefixStore, num_layers
+from seal_hub.rollout.sampling import Sampler
 
 PREFILL_CHUNK = 512  # tokens per prefill forward: bounds the activations of a long prompt
 SWAP_AFTER = 8  # a finished row leaves the decode batch (a row swap) only when at least this many steps remain
@@ -126,24 +128,6 @@ class HFBackend:
             self.rows.set_ids(row, target, request.prefix_length)
             self.timings["prefill"] += time.perf_counter() - start
 
-    # ----- sampling -----
-
-    def _sample(self, logits: torch.Tensor, sampling: SamplingConfig) -> tuple[torch.Tensor, torch.Tensor]:
-        if sampling.temperature == 0:
-            logprobs = torch.log_softmax(logits, dim=-1)
-            tokens = logprobs.argmax(dim=-1)
-            return tokens, logprobs.gather(-1, tokens[:, None]).squeeze(-1)
-        scaled = logits / sampling.temperature
-        if sampling.top_p < 1.0:
-            sorted_logits, order = scaled.sort(dim=-1, descending=True)
-            cumulative = sorted_logits.softmax(dim=-1).cumsum(dim=-1)
-            drop = cumulative - sorted_logits.softmax(dim=-1) >= sampling.top_p  # keeps at least the top token
-            sorted_logits = sorted_logits.masked_fill(drop, float("-inf"))
-            scaled = torch.full_like(scaled, float("-inf")).scatter(-1, order, sorted_logits)
-        logprobs = torch.log_softmax(scaled, dim=-1)
-        tokens = torch.multinomial(logprobs.exp().cpu(), 1, generator=self._generator).squeeze(-1).to(logits.device)
-        return tokens, logprobs.gather(-1, tokens[:, None]).squeeze(-1)
-
     # ----- the batched step -----
 
     @torch.inference_mode()
@@ -176,6 +160,7 @@ class HFBackend:
         done = [False] * n  # by request index: out of the batch's live rows (end of turn or token limit)
         active = n
         timings = self.timings
+        sample = Sampler(sampling, self._generator)
         while active:
             start = time.perf_counter()
             positions = torch.tensor(lengths[:active], device=device)
@@ -184,7 +169,7 @@ class HFBackend:
             forward_start = time.perf_counter()
             logits = self._forward(tokens_in, cache, mask, positions[:, None])
             sample_start = time.perf_counter()
-            tokens, token_logprobs = self._sample(logits, sampling)
+            tokens, token_logprobs = sample(logits, tokens_in)
             tokens_list, logprob_list = tokens.tolist(), token_logprobs.tolist()
             for row in range(active):
                 index = order[row]

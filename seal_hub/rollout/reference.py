@@ -1,7 +1,9 @@
 """The plain way to generate: one request at a time through `model.generate`, no cache kept between steps.
 
 Every step re-encodes the episode's whole sequence. It is the baseline the rollout benchmark measures the
-batched, prefix-cached `HFBackend` against, and the oracle the tests compare its greedy outputs with.
+batched, prefix-cached `HFBackend` against, and the oracle the tests compare its greedy outputs and its sampling
+distribution with. Sampling settings are passed explicitly (`sampling.generate_kwargs`), so a checkpoint's
+generation_config.json does not add a repetition penalty or top-k of its own.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from collections.abc import Iterable
 import torch
 
 from seal_hub.rollout.backend import Generation, GenerationRequest, SamplingConfig
+from seal_hub.rollout.sampling import generate_kwargs
 
 
 class SequentialBackend:
@@ -36,17 +39,13 @@ class SequentialBackend:
     def _one(self, request: GenerationRequest, sampling: SamplingConfig) -> Generation:
         device = next(self.model.parameters()).device
         ids = torch.tensor([request.token_ids], device=device)
-        greedy = sampling.temperature == 0
         self._calls += 1
         torch.manual_seed(self.seed + self._calls)
         out = self.model.generate(
             ids,
             attention_mask=torch.ones_like(ids),
             max_new_tokens=request.max_new_tokens or sampling.max_new_tokens,
-            do_sample=not greedy,
-            temperature=None if greedy else sampling.temperature,
-            top_p=None if greedy else sampling.top_p,
-            top_k=None,
+            **generate_kwargs(sampling),
             eos_token_id=self.eos_token_ids,
             pad_token_id=self.pad_token_id,
             output_scores=True,

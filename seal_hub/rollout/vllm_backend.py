@@ -3,7 +3,7 @@
 vLLM's automatic prefix caching (`enable_prefix_caching=True`) plays the role of `HFBackend`'s prefix and
 per-episode caches: requests carry the whole token sequence and vLLM reuses the KV blocks it already holds,
 so the rollout engine is unchanged. Log-probabilities are requested as `processed_logprobs` (after
-temperature and top-p), the distribution the token was sampled from, as with `HFBackend`.
+temperature, top-k and top-p), the distribution the token was sampled from, as with `HFBackend`.
 
 An end-of-turn token that vLLM stopped on but did not return is not invented: the generation is then
 reported unfinished and the engine appends the end-of-turn as an environment token (mask 0).
@@ -56,6 +56,7 @@ class VLLMBackend:
             SamplingParams(
                 temperature=sampling.temperature,
                 top_p=sampling.top_p,
+                top_k=sampling.top_k or -1,  # vLLM: -1 (or 0 in recent releases) disables top-k
                 max_tokens=r.max_new_tokens or sampling.max_new_tokens,
                 logprobs=0,
                 stop_token_ids=self.eos_token_ids,
