@@ -9,10 +9,11 @@ formula it uses in its note; the facts behind the formulas (TRL 1.16, PEFT 0.21,
 - weights: parameters x dtype bytes; 4-bit (bitsandbytes NF4/FP4) stores each projection weight in half a byte
   plus its quantisation constants (one fp32 absmax per 64 weights, or with nested quantisation one byte per 64
   and one fp32 per 256 blocks), embeddings, head, norms and biases stay in the compute dtype;
-- LoRA: r x (in + out) per targeted projection per layer, kept in fp32 (PEFT's ``autocast_adapter_dtype``) except
-  under ZeRO-3 without quantisation, where TRL keeps them in the model dtype; gradients in their dtype, AdamW's
-  two moments in the parameter's dtype (torch); DeepSpeed adds fp32 master weights and fp32 moments (16 bytes
-  per parameter for bf16, sharded by stage: 1 optimizer state, 2 + gradients, 3 + parameters);
+- LoRA: r x (in + out) per targeted projection per layer, in fp32 (PEFT's ``autocast_adapter_dtype``), except
+  on a quantised base (TRL casts them to bf16, as QLoRA does) and under ZeRO-3 (the model dtype); gradients in
+  their dtype, AdamW's two moments in the parameter's dtype (torch); DeepSpeed adds fp32 master weights and
+  fp32 moments (16 bytes per parameter for bf16, sharded by stage: 1 optimizer state, 2 + gradients,
+  3 + parameters);
 - activations: what autograd saves per token per layer of a Llama/Qwen2 decoder with SDPA, counted tensor by
   tensor (`layer_activation_bytes`); with gradient checkpointing, each layer's input plus one layer recomputed;
 - the attention mask: GRPO batches are padded, so transformers passes SDPA a boolean ``[B, 1, S, S]`` mask and
@@ -37,7 +38,7 @@ from dataclasses import dataclass
 from seal_hub.estimate.plan import TrainingPlan
 from seal_hub.estimate.shapes import ModelShape
 
-GB = 1e9
+GB = 2**30  # a card's "24 GB" are 24 x 2^30 bytes (what nvidia-smi and torch report)
 DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2, "auto": 2}
 # PEFT's targets when lora_target_modules is unset, for Llama/Qwen2 (peft.utils.constants)
 DEFAULT_LORA_TARGETS = ("q_proj", "v_proj")
@@ -48,7 +49,7 @@ LOGPROB_VOCAB_TILE = 32768
 CPU_TILE_TEMPORARIES = 4
 # HFBackend's default prefix store (seal_hub.rollout.hf_backend)
 PREFIX_STORE_BYTES = 512 * 2**20
-RUNTIME_OVERHEAD_GB = 1.0
+RUNTIME_OVERHEAD_GB = 1.0  # CUDA context, cuBLAS workspaces, allocator fragmentation
 # bitsandbytes 4-bit: blocks of 64 weights; nested quantisation: 8-bit absmax, fp32 constants per 256 blocks
 QUANT_BLOCK = 64
 NESTED_BLOCK = 256
@@ -96,7 +97,11 @@ def lora_params(shape: ModelShape, plan: TrainingPlan) -> int:
 
 
 def lora_bytes(plan: TrainingPlan) -> int:
-    if plan.launch.zero_stage == 3 and not (plan.load_in_4bit or plan.load_in_8bit):
+    """Adapter dtype: TRL casts it to bf16 on a quantised base (QLoRA), keeps the model's under ZeRO-3, else
+    PEFT's fp32."""
+    if plan.load_in_4bit or plan.load_in_8bit:
+        return 2
+    if plan.launch.zero_stage == 3:
         return DTYPE_BYTES.get(plan.dtype, 4)
     return 4
 

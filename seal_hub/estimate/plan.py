@@ -10,7 +10,8 @@ base config with the overrides applied: that is what each arm trains.
 Launch settings come from an accelerate config (``--accelerate-config``, else the one the config's comment
 launches it with, ``--config_file recipes/accelerate/X.yaml``): the number of processes (GPUs) and the
 DeepSpeed ZeRO stage. The card's memory comes from ``--gpu-memory``, else a ``# card: N GB`` comment line,
-else the first ``N GB`` in the config's leading comment, else `DEFAULT_CARD_GB` (said in the report).
+else the first ``N GB`` in the config's leading comment (an experiment's own comment before its base's), else
+`DEFAULT_CARD_GB` (the report says so). GB are the card's: 2^30 bytes, as cards are sold and tools report.
 
 Not covered: command-line overrides of the recipe (give them in the YAML), FSDP, CPU offload.
 """
@@ -119,8 +120,9 @@ def _defaults() -> dict[str, object]:
     return values
 
 
-def read_config(path: str | Path) -> tuple[dict, str]:
-    """The recipe YAML as a mapping (an experiment config: its base with the overrides) and its comment text."""
+def read_config(path: str | Path) -> tuple[dict, list[str]]:
+    """The recipe YAML as a mapping (an experiment config: its base with the overrides) and its texts, the
+    config's own first, then its base's."""
     path = Path(path)
     if not path.is_file():
         raise ValueError(f"config {path} does not exist")
@@ -133,12 +135,12 @@ def read_config(path: str | Path) -> tuple[dict, str]:
         raise ValueError(f"config {path} is not a mapping of settings")
     if "base_config" in values:
         base_path = (path.parent / str(values["base_config"])).resolve()
-        base, base_text = read_config(base_path)
+        base, base_texts = read_config(base_path)
         overrides = values.get("base") or {}
         if not isinstance(overrides, dict):
             raise ValueError(f"config {path}: 'base' must be a mapping of overrides, got {overrides!r}")
-        return {**base, **overrides}, text + "\n" + base_text
-    return values, text
+        return {**base, **overrides}, [text, *base_texts]
+    return values, [text]
 
 
 def read_launch(path: str | Path) -> LaunchPlan:
@@ -167,7 +169,15 @@ def _launch_from_comment(config_path: Path, text: str) -> LaunchPlan | None:
     return None
 
 
-def _card(text: str) -> tuple[float, str] | None:
+def _card(texts: list[str]) -> tuple[float, str] | None:
+    for text in texts:  # the config's own comment first: an experiment may name another card than its base
+        found = _card_in(text)
+        if found:
+            return found
+    return None
+
+
+def _card_in(text: str) -> tuple[float, str] | None:
     comment = "\n".join(line for line in text.splitlines() if line.lstrip().startswith("#"))
     match = CARD_COMMENT.search(comment)
     if match:
@@ -189,12 +199,12 @@ def load_plan(
 ) -> TrainingPlan:
     """The `TrainingPlan` of a recipe config, with its launch and card (module doc for where each comes from)."""
     path = Path(config)
-    values, text = read_config(path)
+    values, texts = read_config(path)
     settings = {**_defaults(), **values}
     if accelerate_config is not None:
         launch = read_launch(accelerate_config)
     else:
-        launch = _launch_from_comment(path, text) or LaunchPlan()
+        launch = _launch_from_comment(path, "\n".join(texts)) or LaunchPlan()
     if gpus is not None:
         if gpus < 1:
             raise ValueError(f"--gpus must be >= 1, got {gpus}")
@@ -204,7 +214,7 @@ def load_plan(
             raise ValueError(f"--gpu-memory must be > 0 GB, got {gpu_memory_gb}")
         card, card_source = gpu_memory_gb, "--gpu-memory"
     else:
-        card, card_source = _card(text) or (DEFAULT_CARD_GB, "default: the config names no card")
+        card, card_source = _card(texts) or (DEFAULT_CARD_GB, "default: the config names no card")
     targets = settings.get("lora_target_modules")
     if isinstance(targets, str):
         targets = [targets]

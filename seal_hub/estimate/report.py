@@ -4,7 +4,7 @@
 larger of the two phases (update: one micro-batch's forward, backward and optimizer step; rollout: generation),
 and whether that fits the card. `render` lays it out as a fixed-width table whose last line is exactly
 ``estimate: X.X GB per GPU, fits in Y GB`` or ``estimate: X.X GB per GPU, does not fit in Y GB`` (a contract:
-scripts read it). Sizes are decimal gigabytes (1 GB = 10^9 bytes), as cards are sold.
+scripts read it). Sizes are in the card's GB: 2^30 bytes (a "24 GB" card holds 24 x 2^30 bytes).
 
 Not covered: a recommendation of settings that would fit (the note under the table names the largest parts).
 """
