@@ -84,6 +84,7 @@ TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down
 def estimate_bytes(case: Case) -> float:
     from seal_hub.estimate.parts import all_parts
     from seal_hub.estimate.plan import TrainingPlan
+    from seal_hub.estimate.report import Estimate
     from seal_hub.estimate.shapes import ModelShape
 
     shape = ModelShape(
@@ -126,8 +127,8 @@ def estimate_bytes(case: Case) -> float:
         vllm_sleep=False,
         cast_lm_head_to_fp32=False,
     )
-    parts = all_parts(shape, plan)
-    return sum(p.bytes for p in parts if p.phase in ("persistent", "update"))
+    estimate = Estimate(plan, shape, tuple(all_parts(shape, plan)))
+    return estimate.phase_bytes("persistent") + estimate.update_bytes
 
 
 # ----- the measured side, in a fresh subprocess -----

@@ -45,8 +45,9 @@ DEFAULT_LORA_TARGETS = ("q_proj", "v_proj")
 # TRL 1.16 trl/kernels/chunked_logprob.py: tokens per projection tile and trl/trainer/utils.py: vocabulary columns
 LOGPROB_TOKEN_TILE = 4096
 LOGPROB_VOCAB_TILE = 32768
-# fp32 temporaries of a tile the torch fallback (no Triton: CPU) holds at once, forward and backward
-CPU_TILE_TEMPORARIES = 4
+# fp32 copies of a tile the torch fallback (no Triton: CPU) holds at once: its backward (`_backward_tile`) keeps
+# the scaled logits twice, log p, p, the gradient, and two temporaries of the target term
+CPU_TILE_TEMPORARIES = 7
 # HFBackend's default prefix store (seal_hub.rollout.hf_backend)
 PREFIX_STORE_BYTES = 512 * 2**20
 RUNTIME_OVERHEAD_GB = 1.0  # CUDA context, cuBLAS workspaces, allocator fragmentation
@@ -61,7 +62,7 @@ class Part:
 
     name: str
     bytes: float
-    phase: str  # "persistent", "update", "rollout", or "info" (shown, not summed)
+    phase: str  # "persistent", "update", "after backward", "rollout", or "info" (shown, not summed)
     note: str = ""
 
     @property
@@ -145,13 +146,16 @@ def trainable(shape: ModelShape, plan: TrainingPlan) -> list[Part]:
         count, pb = shape.num_params, weight_bytes_per_param(plan)
         what = f"{count / 1e9:.2f}B params"
         parts = []
+    # with accumulation, the gradients of earlier micro-batches live through the next one's backward; without,
+    # they only all exist at its end, when the activations are gone ("after backward")
+    grad_phase = "update" if plan.gradient_accumulation_steps > 1 else "after backward"
     if stage >= 1:  # DeepSpeed: fp32 master + two fp32 moments, sharded; gradients in the compute dtype
         grad_shard = world if stage >= 2 else 1
-        parts.append(Part("gradients", count * pb / grad_shard, "update", f"{what}, shard 1/{grad_shard}"))
+        parts.append(Part("gradients", count * pb / grad_shard, grad_phase, f"{what}, shard 1/{grad_shard}"))
         state_note = f"fp32 master + AdamW moments, ZeRO shard 1/{world}"
         parts.append(Part("optimizer state", count * 12 / world, "persistent", state_note))
     else:
-        parts.append(Part("gradients", count * pb, "update", what))
+        parts.append(Part("gradients", count * pb, grad_phase, what))
         parts.append(Part("optimizer state", 2 * count * pb, "persistent", f"AdamW moments: 2 x {what}"))
     return parts
 
@@ -160,20 +164,22 @@ def layer_activation_bytes(shape: ModelShape, plan: TrainingPlan) -> float:
     """Bytes autograd keeps per token for one decoder layer's backward (SDPA, padded batch: k/v repeated)."""
     b = compute_bytes(plan)
     h, q, i = shape.hidden_size, shape.q_dim, shape.intermediate_size
-    norm = 4 * h + b * h  # RMSNorm's fp32 input (the input itself in fp32) and its normalised output
-    attention = b * q + 2 * b * q + b * q + b * q  # rotated q, repeated k and v, SDPA output, o_proj's input
+    # RMSNorm: its fp32 input (the input itself in fp32), the normalised value when its weight trains (kept by
+    # the weight multiply), and its output (kept by the projections it feeds)
+    norm = 4 * h + (b * h if plan.full_finetune else 0) + b * h
+    attention = 4 * b * q  # rotated q, repeated k and v, SDPA's output (o_proj's input is a view of it)
     mlp = 4 * b * i  # gate, up, silu(gate), silu(gate) * up
     total = 2 * norm + attention + mlp
     if plan.use_peft:
         lb = lora_bytes(plan)
-        autocast = plan.bf16 and lb != b
-        saved_in = b if autocast else lb
+        cast = lb != b  # the adapter's dtype differs: PEFT casts the input to it (autocast casts it back)
+        saved_in = b if plan.bf16 else lb
         for name in plan.lora_target_modules or DEFAULT_LORA_TARGETS:
             d_in = shape.linear_shapes().get(name, (h, h))[0]
             if plan.lora_dropout > 0:
                 total += d_in * (1 + saved_in)  # dropout mask and the dropped input lora_A keeps
-            elif saved_in != b:
-                total += d_in * saved_in  # the input cast to the adapter's dtype
+            elif cast:
+                total += d_in * saved_in  # the cast input lora_A keeps
             total += plan.lora_r * (saved_in + lb)  # lora_A's output, kept by lora_B
     return total
 
@@ -223,9 +229,10 @@ def logprob_head(shape: ModelShape, plan: TrainingPlan) -> list[Part]:
     per_seq = plan.seq_len - 1 if cpu else plan.scored_tokens  # without Triton every position is projected
     n = plan.micro_batch * per_seq
     rows, cols = min(n, LOGPROB_TOKEN_TILE), LOGPROB_VOCAB_TILE
-    tile = rows * cols * b
-    if cpu:
-        tile += CPU_TILE_TEMPORARIES * rows * min(cols, shape.vocab_size) * 4
+    tile = rows * cols * b  # allocated whole on a GPU, even when the vocabulary is narrower
+    if cpu:  # on a CPU only the pages a vocabulary narrower than the tile writes become resident
+        used = rows * min(cols, shape.vocab_size)
+        tile = used * b + CPU_TILE_TEMPORARIES * used * 4
     hidden = n * shape.hidden_size * (b + 4 + b)  # scored hidden states, fp32 gradient buffer, its cast
     per_token = n * 4 * 12  # fp32 statistics, log-probs, entropy, and GRPO's per-token loss terms
     head_grad = 0.0

@@ -154,7 +154,15 @@ def read_launch(path: str | Path) -> LaunchPlan:
     stage = 0
     if str(values.get("distributed_type", "")).upper() == "DEEPSPEED":
         stage = int((values.get("deepspeed_config") or {}).get("zero_stage", 0))
-    return LaunchPlan(num_processes=int(values.get("num_processes", 1)), zero_stage=stage, source=str(path))
+    return LaunchPlan(num_processes=int(values.get("num_processes", 1)), zero_stage=stage, source=_shown(path))
+
+
+def _shown(path: Path) -> str:
+    """`path` relative to the working directory when it is under it (what a user typed), else as given."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
 
 
 def _launch_from_comment(config_path: Path, text: str) -> LaunchPlan | None:

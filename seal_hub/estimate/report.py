@@ -1,7 +1,8 @@
 """The estimate as a record and as the table `seal-hub estimate` prints.
 
 `estimate_plan` puts the parts of `seal_hub.estimate.parts` together: peak per GPU = persistent parts + the
-larger of the two phases (update: one micro-batch's forward, backward and optimizer step; rollout: generation),
+larger of the two phases (update: one micro-batch's forward, backward and optimizer step, its peak in a
+backward or, without gradient accumulation, at its end when all gradients exist; rollout: generation),
 and whether that fits the card. `render` lays it out as a fixed-width table whose last line is exactly
 ``estimate: X.X GB per GPU, fits in Y GB`` or ``estimate: X.X GB per GPU, does not fit in Y GB`` (a contract:
 scripts read it). Sizes are in the card's GB: 2^30 bytes (a "24 GB" card holds 24 x 2^30 bytes).
@@ -30,8 +31,13 @@ class Estimate:
         return sum(p.bytes for p in self.parts if p.phase == phase)
 
     @property
+    def update_bytes(self) -> float:
+        """The update's peak: during a backward (its activations and buffers), or at its end (all gradients)."""
+        return max(self.phase_bytes("update"), self.phase_bytes("after backward"))
+
+    @property
     def peak_bytes(self) -> float:
-        return self.phase_bytes("persistent") + max(self.phase_bytes("update"), self.phase_bytes("rollout"))
+        return self.phase_bytes("persistent") + max(self.update_bytes, self.phase_bytes("rollout"))
 
     @property
     def peak_gb(self) -> float:
@@ -71,7 +77,8 @@ def render(estimate: Estimate) -> str:
     for part in estimate.parts:
         phase = "(not used)" if part.phase == "info" else part.phase
         lines.append(f"{part.name:<32} {phase:<10} {part.gb:>7.2f}  {part.note}")
-    persistent, update, rollout = (estimate.phase_bytes(p) / GB for p in ("persistent", "update", "rollout"))
+    persistent, rollout = (estimate.phase_bytes(p) / GB for p in ("persistent", "rollout"))
+    update = estimate.update_bytes / GB
     lines += [
         "",
         f"{'persistent':<32} {'':<10} {persistent:>7.2f}",
