@@ -265,4 +265,4 @@ def test_layer_activation_bytes_match_what_autograd_saves(plan_7b_qlora):
     shape = shape_from_config(config.to_dict())
     plan = dataclasses.replace(plan_7b_qlora, bf16=False, load_in_4bit=False, dtype="float32", use_peft=False)
     estimated = layer_activation_bytes(shape, plan) * batch * seq
-    assert 0.85 < estimated / saved < 1.15, (estimated, saved)
+    assert 0.9 < estimated / saved < 1.1, (estimated, saved)
