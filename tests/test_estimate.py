@@ -266,3 +266,20 @@ def test_layer_activation_bytes_match_what_autograd_saves(plan_7b_qlora):
     plan = dataclasses.replace(plan_7b_qlora, bf16=False, load_in_4bit=False, dtype="float32", use_peft=False)
     estimated = layer_activation_bytes(shape, plan) * batch * seq
     assert 0.9 < estimated / saved < 1.1, (estimated, saved)
+
+
+def test_an_experiment_config_is_its_base_with_overrides_and_its_own_card():
+    base = load_plan(CONFIGS / "qwen2.5-7b-qlora.yaml")
+    experiment = load_plan(CONFIGS / "experiment_qwen2.5-7b-lora.yaml")
+    assert base.load_in_4bit and not experiment.load_in_4bit  # the experiment's `base:` override
+    assert experiment.micro_batch == base.micro_batch and experiment.model == base.model
+    assert experiment.card_gb > base.card_gb  # its own comment names a larger card than its base's
+
+
+def test_accelerate_config_option_sets_processes_and_zero_stage(tmp_path, capsys):
+    launch = tmp_path / "zero3_two.yaml"
+    launch.write_text("distributed_type: DEEPSPEED\ndeepspeed_config:\n  zero_stage: 3\nnum_processes: 2\n")
+    plan = load_plan(CONFIGS / "qwen2.5-3b-lora.yaml", accelerate_config=launch)
+    assert (plan.launch.num_processes, plan.launch.zero_stage) == (2, 3)
+    single = load_plan(CONFIGS / "qwen2.5-3b-lora.yaml")
+    assert (single.launch.num_processes, single.launch.zero_stage) == (1, 0)
