@@ -459,6 +459,11 @@ def build_parser() -> argparse.ArgumentParser:
     from seal_hub.replay.commands import add_space_commands
 
     add_space_commands(commands)
+
+    # `seal-hub estimate`: training memory per GPU of a recipe config (self-contained block)
+    from seal_hub.estimate.commands import add_estimate_command
+
+    add_estimate_command(commands)
     return parser
 
 
