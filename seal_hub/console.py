@@ -64,9 +64,9 @@ LIBRARY_NOTICES: tuple[LibraryNotice, ...] = (
     ),
     LibraryNotice(
         "transformers.modeling_utils",
-        r"`is_gradient_checkpointing` is deprecated",
+        r"`(?:is_gradient_checkpointing|gradient_checkpointing_enable|gradient_checkpointing_disable)` is deprecated",
         FutureWarning,
-        why="TRL and PEFT read the deprecated property while wrapping the model",
+        why="TRL and PEFT call the deprecated aliases while wrapping the model and around each generation",
     ),
 )
 

@@ -32,7 +32,7 @@ import torch
 from huggingface_hub import hf_hub_download, try_to_load_from_cache
 from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
 
-from seal_hub.console import notice
+from seal_hub.console import notice_once
 from seal_hub.hub.reach import hub_reach
 from seal_hub.models.chat_templates import ensure_tool_template
 from seal_hub.models.config import DEMO_MODEL_ID, PolicyConfig, quantization_config
@@ -74,7 +74,10 @@ def resolve_model(config: PolicyConfig) -> ResolvedModel:
         target = demo_model_dir()
         convert = "" if is_converted(target) else ", converting it once (about 20-40 s on a CPU)"
         why = f"{unserved}, so " if unserved else ""
-        notice(f"{why}the demo model {name} comes from the GGUF in the PyPI package {DEMO_PACKAGE}{convert}: {target}")
+        notice_once(
+            "demo-fallback",
+            f"{why}the demo model {name} comes from the GGUF in the PyPI package {DEMO_PACKAGE}{convert}: {target}",
+        )
         return ResolvedModel("demo_gguf", str(materialize_demo_model()))
     return ResolvedModel("hub", name, revision)
 
