@@ -11,6 +11,8 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+from seal_hub.console import quiet_library_notices
+
 
 def _suite_tasks(args: argparse.Namespace):
     from seal_hub.envs.bfcl import BfclSuite, resolve_split
@@ -445,6 +447,7 @@ def _task_arguments(parser: argparse.ArgumentParser, default_split: str) -> None
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    quiet_library_notices()  # before a command imports peft/transformers (seal_hub.console)
     try:
         return args.handler(args)
     except (ValueError, KeyError, OSError) as exc:

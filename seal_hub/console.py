@@ -9,12 +9,14 @@ Two things, both for entry points (the recipe, the CLI), never applied by import
   user of the recipe cannot act on: each is matched by its origin (the logger, or the module a warning is
   attributed to), its category and the start of its message (`LIBRARY_NOTICES`), so a new or different
   message from the same place still shows. Call it before ``peft`` is imported: bitsandbytes logs one of
-  them while ``import peft`` imports it.
+  them while ``import peft`` imports it. It also turns off the progress bars of `datasets` (a bar per one-row
+  parquet file each iteration writes, and per warm-up preprocessing pass), unless
+  ``HF_DATASETS_DISABLE_PROGRESS_BARS`` is set already; the trainer's own progress bar stays.
 - `acknowledge_rollout_func()`: TRL warns, every time a trainer is built, that ``rollout_func`` is experimental.
   SEAL depends on that API on purpose (pinned TRL version, tests over it); this replaces TRL's notice with one
   line in our words, once per process.
 
-Not covered: progress bars (they show work a person waits for), the ``accelerate launch`` launcher's own notice
+Not covered: other progress bars (they show work a person waits for), the ``accelerate launch`` launcher's own notice
 about missing launch settings (printed by another process before any seal_hub code runs; pass
 ``--config_file recipes/accelerate/cpu.yaml`` or run ``accelerate config`` to set them), and errors.
 """
@@ -103,6 +105,7 @@ class _DropMessages(logging.Filter):
 
 def quiet_library_notices(notices: tuple[LibraryNotice, ...] = LIBRARY_NOTICES) -> None:
     """Install precise filters for `notices` (idempotent); call it before peft, TRL and transformers are imported."""
+    os.environ.setdefault("HF_DATASETS_DISABLE_PROGRESS_BARS", "1")  # read when `datasets` is imported
     by_logger: dict[str, list[str]] = {}
     for item in notices:
         if item.category is None:

@@ -254,3 +254,4 @@ def test_recipe_output_has_our_line_and_none_of_the_library_notices(tmp_path):
     ):
         assert unwanted not in output, output[-3000:]
     assert "SEAL run summary" in done.stdout
+    assert "Creating parquet from Arrow format" not in output  # datasets' bars: one per one-row file written
