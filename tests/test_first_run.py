@@ -142,7 +142,7 @@ def test_offline_mode_set_by_the_user_makes_no_request(monkeypatch, tmp_path, ca
     monkeypatch.setattr("seal_hub.models.loading.try_to_load_from_cache", lambda *args, **kwargs: None)
     _fake_demo_dir(monkeypatch, tmp_path)
     assert resolve_model(PolicyConfig()).source == "demo_gguf"
-    assert "offline mode is set (HF_HUB_OFFLINE=1) and no cached copy" in capsys.readouterr().err
+    assert "HF_HUB_OFFLINE=1 is set and no cached copy, so the demo model" in capsys.readouterr().err
 
 
 def test_a_cached_demo_model_is_read_from_the_cache_offline(monkeypatch, tmp_path):

@@ -27,7 +27,7 @@ import sys
 from dataclasses import dataclass
 
 PROBE_TIMEOUT_S = 5.0
-OFFLINE_SET = "offline mode is set (HF_HUB_OFFLINE=1)"
+OFFLINE_SET = "HF_HUB_OFFLINE=1 is set"
 
 _decided: dict[str, HubReach] = {}  # endpoint -> what the probe found, once per process
 _switched_by_probe: list[str] = []  # why this process switched itself offline (empty: it did not)
