@@ -14,7 +14,12 @@ Arguments: `SealScriptArguments`, `seal_hub.trainer.SealConfig` (TRL's GRPOConfi
 `seal_hub.models.PolicyConfig` (TRL's ModelConfig); YAML keys and flags are the field names.
 """
 
+# ruff: noqa: E402 -- the two lines below run before the imports: peft logs a notice while it is imported
 from __future__ import annotations
+
+from seal_hub.console import quiet_library_notices  # isort: split
+
+quiet_library_notices()  # library notices a user cannot act on stay out of the run's output (seal_hub.console)
 
 import sys
 

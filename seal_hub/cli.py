@@ -13,6 +13,8 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+from seal_hub.console import quiet_library_notices
+
 PARSER_STYLES = ["hermes", "llama3", "pythonic"]  # the tool-call formats of seal_hub.toolcalls
 PARSER_HELP = "tool-call format (default: the one the chat template writes)"
 
@@ -491,6 +493,7 @@ def _option(parser: argparse.ArgumentParser, name: str, *aliases: str, **kwargs)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    quiet_library_notices()  # before a command imports peft/transformers (seal_hub.console)
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["train"]:  # the training script parses its own flags (TrlParser: YAML --config, field names)
         return _train(argv[1:])

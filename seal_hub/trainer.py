@@ -49,6 +49,7 @@ from transformers import Trainer, TrainerCallback, TrainerState
 from transformers.trainer_utils import TrainOutput
 from trl import GRPOConfig, GRPOTrainer
 
+from seal_hub.console import acknowledge_rollout_func
 from seal_hub.diagnosis import FailureProfile, Label, RolloutDiagnosis, diagnose
 from seal_hub.envs.bfcl import BfclSuite, EpisodeConfig, Task
 from seal_hub.evolve import (
@@ -266,6 +267,7 @@ class SealTrainer(GRPOTrainer):
         self.completed_at: int | None = None  # set by `train` when the checkpoint already reached the budget
         self._completed_checkpoint: Path | None = None
         dataset = Dataset.from_list([{"prompt": task.id} for task in train_tasks])
+        acknowledge_rollout_func()  # TRL's "rollout_func is experimental" warning, said once in our words
         super().__init__(
             model=model,
             reward_funcs=verified_reward,

@@ -295,13 +295,13 @@ def test_hub_ids_resolve_without_a_probe_unless_the_demo_may_fall_back(monkeypat
     def no_probe(*args):
         raise AssertionError("the Hub was probed")
 
-    monkeypatch.setattr(loading, "_hub_serves", no_probe)
+    monkeypatch.setattr(loading, "_hub_unserved", no_probe)
     assert resolve_model(PolicyConfig(model_name_or_path="org/name@v2")) == loading.ResolvedModel(
         "hub", "org/name", "v2"
     )
     demo = resolve_model(PolicyConfig(demo_source="hub"))
     assert demo == loading.ResolvedModel("hub", DEMO_MODEL_ID, "main")
-    monkeypatch.setattr(loading, "_hub_serves", lambda *args: False)
+    monkeypatch.setattr(loading, "_hub_unserved", lambda *args: "the Hub is unreachable")
     with pytest.raises(ValueError, match="only stands in for revision 'main'"):
         resolve_model(PolicyConfig(model_revision="v9"))
 

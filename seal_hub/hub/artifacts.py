@@ -15,8 +15,10 @@
 
 `publish_iteration` publishes all three for one iteration with matching links; `sources` (a run's published
 starting points, `seal_hub.hub.sources.Source`) are named on every card as "derived from ref (commit ...)".
-`PublishConfig` is the config dataclass a recipe parses. Every artifact is assembled in a temporary folder and
-pushed as one version by the registry (`seal_hub.hub.registry`), which makes the push atomic.
+`PublishConfig` is the config dataclass a recipe parses; its backend 'auto' publishes to the Hub when a token or
+endpoint is configured and the Hub answers (`seal_hub.hub.reach`), else to the local registry, saying so once.
+Every artifact is assembled in a temporary folder and pushed as one version by the registry
+(`seal_hub.hub.registry`), which makes the push atomic.
 
 Not covered: loading (`seal_hub.hub.loading`), copying between registries (`seal_hub.hub.sync`), and deciding when
 to publish (the trainer).
@@ -93,7 +95,7 @@ class PublishConfig:
         default="auto",
         metadata={
             "help": "'local': the local git registry ($SEAL_HUB_REGISTRY); 'hub': the Hugging Face Hub; 'auto': the "
-            "Hub when a token or HF_ENDPOINT is configured, else local.",
+            "Hub when a token or HF_ENDPOINT is configured and the Hub can be reached, else local.",
             "choices": ["auto", "local", "hub"],
         },
     )
@@ -121,6 +123,19 @@ class PublishConfig:
 
     def registry(self) -> Registry:
         backend = configured_backend() if self.backend == "auto" else self.backend
+        if backend == "hub" and self.backend == "auto":
+            from seal_hub.console import notice_once
+            from seal_hub.hub.reach import hub_reach
+
+            reach = hub_reach()
+            if not reach.online:
+                namespace = self.run.split("/")[0]
+                notice_once(
+                    "publish-auto-local",
+                    f"{reach.reason}: publishing to the local registry instead (publish_backend 'auto'); "
+                    f"`seal-hub hub sync local://{namespace} hf://{namespace}` publishes it to the Hub later",
+                )
+                backend = "local"
         if backend == "hub":
             from seal_hub.hub.hf import HubRegistry
 

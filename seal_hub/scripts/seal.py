@@ -32,7 +32,13 @@ Arguments: `SealScriptArguments` below, `seal_hub.trainer.SealConfig` (TRL's GRP
 and `seal_hub.models.PolicyConfig` (TRL's ModelConfig); YAML keys and flags are the field names.
 """
 
+# ruff: noqa: E402 -- run as a script, the lines below quiet library notices before peft is imported
 from __future__ import annotations
+
+if __name__ == "__main__":  # python -m / accelerate launch -m seal_hub.scripts.seal (an entry point, not a library)
+    from seal_hub.console import quiet_library_notices
+
+    quiet_library_notices()
 
 import os
 import sys
