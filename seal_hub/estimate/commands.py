@@ -31,9 +31,13 @@ def add_estimate_command(commands) -> None:
         "--gpus", type=int, default=None, metavar="N", help="processes / GPUs (default: the accelerate config's)"
     )
     estimate.add_argument(
-        "--accelerate-config",
+        "--accelerate_config",
         default=None,
         metavar="FILE",
         help="accelerate config it launches with (default: the one its comment names; ZeRO stage and GPUs)",
+    )
+    # the earlier spelling, still accepted, left out of --help (as seal-hub's other commands do)
+    estimate.add_argument(
+        "--accelerate-config", dest="accelerate_config", default=argparse.SUPPRESS, help=argparse.SUPPRESS
     )
     estimate.set_defaults(handler=_estimate)

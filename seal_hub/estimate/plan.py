@@ -7,7 +7,7 @@ not set takes the field default of `SealConfig` / `PolicyConfig`; keys neither k
 ignored. An experiment config (``base_config`` + ``base`` overrides, `recipes/experiment.py`) is read as its
 base config with the overrides applied: that is what each arm trains.
 
-Launch settings come from an accelerate config (``--accelerate-config``, else the one the config's comment
+Launch settings come from an accelerate config (``--accelerate_config``, else the one the config's comment
 launches it with, ``--config_file recipes/accelerate/X.yaml``): the number of processes (GPUs) and the
 DeepSpeed ZeRO stage. The card's memory comes from ``--gpu-memory``, else a ``# card: N GB`` comment line,
 else the first ``N GB`` in the config's leading comment (an experiment's own comment before its base's), else
