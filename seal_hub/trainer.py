@@ -24,7 +24,9 @@ engine's `VLLMBackend`; see the paper config). Publishing: with `publish`, every
 three artifacts go to the registry (`seal_hub.hub`), catching up on any a crash left unpublished; their cards
 name the published sources the run recorded in ``sources.json`` (`seal_hub.hub.sources.run_sources`).
 
-Resuming: `train(resume_from_checkpoint=...)` restores SEAL's state from the last complete checkpoint. A
+Resuming: `train(resume_from_checkpoint=...)` restores SEAL's state from the last complete checkpoint, through
+transformers' stateful callbacks (`seal_hub.loop_state`: the state sits in the checkpoint's `trainer_state.json`;
+publishing after each checkpoint is an `on_save` callback), so no private `Trainer` method is overridden for it. A
 checkpoint that already reached the budget (`max_steps`, or the epochs' steps) trains nothing: transformers'
 loop only tests the budget after an optimizer step, and a resumed epoch with batches left would run one more
 step (and TRL would generate for it), so `train` stops before the loop, loads the checkpoint's weights,
@@ -48,23 +50,22 @@ from transformers import Trainer, TrainerCallback, TrainerState
 from transformers.trainer_utils import TrainOutput
 from trl import GRPOConfig, GRPOTrainer
 
-from seal_hub.diagnosis import FailureProfile, Label, RolloutDiagnosis, diagnose
+from seal_hub.diagnosis import FailureProfile, Label, diagnose
 from seal_hub.envs.bfcl import BfclSuite, EpisodeConfig, Task
 from seal_hub.evolve import INTERFACE_MODES, RhoWindow, evolve, evolve_config_for, starting_interface
 from seal_hub.held_out import HeldOutResult, HeldOutSettings, evaluate_held_out, write_held_out
 from seal_hub.interface import InterfaceSnapshot
 from seal_hub.kill_points import kill_point
+from seal_hub.loop_state import LoopStateBinder, SealLoopState, export_loop_state, import_loop_state
 from seal_hub.rollout import GenerationBackend, HFBackend, PolicyInfo, RolloutConfig, RolloutEngine, SamplingConfig
 from seal_hub.rollout.records import read_trajectories
 from seal_hub.run_records import (
-    STATE_FILE,
     iteration_dir,
     iteration_metrics,
     last_checkpoint,
     load_state,
     prune_after,
     read_metrics,
-    save_state,
     write_iteration,
     write_run_config,
 )
@@ -83,7 +84,7 @@ ADAPTER_FILES = (
     "special_tokens_map.json",
 )
 # what a checkpoint holds besides the model that `save_model` writes: the state a resume needs
-TRAINING_STATE_FILES = ("optimizer.pt", "scheduler.pt", "scaler.pt", "trainer_state.json", STATE_FILE)
+TRAINING_STATE_FILES = ("optimizer.pt", "scheduler.pt", "scaler.pt", "trainer_state.json")
 
 
 @dataclass
@@ -123,6 +124,13 @@ class SealConfig(GRPOConfig):
     eval_tasks: int = field(
         default=16, metadata={"help": "Test-split tasks in each held-out evaluation (categories taken in turn)."}
     )
+    restore_callback_states_from_checkpoint: bool = field(
+        default=True,
+        metadata={
+            "help": "Restore stateful callbacks on resume. SEAL's loop state (rho, its window, the interface) is "
+            "one (seal_hub.loop_state), so it must stay True."
+        },
+    )
 
     def __post_init__(self) -> None:
         if self.bf16 is None and not torch.cuda.is_available():
@@ -146,6 +154,11 @@ class SealConfig(GRPOConfig):
             raise ValueError(f"interface_mode must be 'released' or 'full', got {self.interface_mode!r}")
         if not 0 < self.rho_beta <= 1:
             raise ValueError(f"rho_beta must be in (0, 1], got {self.rho_beta}")
+        if not self.restore_callback_states_from_checkpoint:
+            raise ValueError(
+                "restore_callback_states_from_checkpoint=False would resume SEAL with a fresh rho window and the "
+                "starting interface (its loop state is a stateful callback): leave it True"
+            )
         if self.eval_every_steps < 0:
             raise ValueError(
                 f"eval_every_steps must be >= 0 (0 turns held-out evaluation off), got {self.eval_every_steps}"
@@ -177,6 +190,17 @@ class _EpochWindow(TrainerCallback):
         if epoch != self.trainer.window_epoch:
             self.trainer.window.reset()
             self.trainer.window_epoch = epoch
+
+
+class _PublishOnSave(TrainerCallback):
+    """After each checkpoint (its trainer state, with SEAL's, written): publish what is still unpublished."""
+
+    def __init__(self, trainer: SealTrainer) -> None:
+        self.trainer = trainer
+
+    def on_save(self, args, state, control, **kwargs):
+        if args.should_save:
+            self.trainer.publish_pending()
 
 
 class _HeldOutEval(TrainerCallback):
@@ -237,7 +261,14 @@ class SealTrainer(GRPOTrainer):
             processing_class=processing_class,
             peft_config=peft_config,
             rollout_func=self._rollout,
-            callbacks=[*(callbacks or []), _EpochWindow(self), _HeldOutEval(self)],
+            callbacks=[
+                *(callbacks or []),
+                SealLoopState(self),
+                LoopStateBinder(self),
+                _EpochWindow(self),
+                _PublishOnSave(self),
+                _HeldOutEval(self),
+            ],
         )
         starts_lineage = self.interface.parent is None or self.interface.parent in self.store
         if self.accelerator.is_main_process and starts_lineage:
@@ -368,25 +399,12 @@ class SealTrainer(GRPOTrainer):
     # ----- checkpoints and resume -----
 
     def seal_state(self) -> dict[str, Any]:
-        return {
-            "generations": self._generations,
-            "window_epoch": self.window_epoch,
-            "rho": {str(k): v for k, v in self.window.rho.items()},
-            "window": [
-                {"task_id": d.task_id, "reward": d.reward, "labels": [None if x is None else str(x) for x in d.labels]}
-                for d in self.window.diagnoses
-            ],
-            "interface": self.interface.model_dump(mode="json"),
-            "interface_versions": self.store.versions(),
-        }
+        """The loop state a checkpoint records (`seal_hub.loop_state`)."""
+        return export_loop_state(self)
 
-    def _save_checkpoint(self, model, trial) -> None:
-        super()._save_checkpoint(model, trial)
-        if self.args.should_save:
-            folder = Path(self._get_output_dir(trial=trial)) / f"checkpoint-{self.state.global_step}"
-            kill_point("checkpoint")
-            save_state(folder, self.seal_state())
-            self.publish_pending()
+    def load_seal_state(self, state: dict[str, Any]) -> None:
+        """Continue from a checkpoint's loop state (`seal_state`'s data)."""
+        import_loop_state(self, state)
 
     def publish_pending(self) -> list[int]:
         """Publish every checkpointed iteration not yet in the registry (idempotent; catches up after a crash).
@@ -447,10 +465,12 @@ class SealTrainer(GRPOTrainer):
                 # records of a run killed before its first checkpoint: this run makes them again
                 prune_after(self.args.output_dir, 0, self.store, self._lineage_versions())
             return super().train(**kwargs)
-        folder = self._restore(resume_from_checkpoint)
+        folder, seal = self._restore(resume_from_checkpoint)
         state = TrainerState.load_from_json(str(folder / "trainer_state.json"))
         if state.global_step < self._budget():
+            # transformers restores SEAL's loop state with the other stateful callbacks (`seal_hub.loop_state`)
             return super().train(resume_from_checkpoint=str(folder), **kwargs)
+        self.load_seal_state(seal)  # no training loop runs, so no callback restores it
         return self._complete(folder, state)
 
     def _budget(self) -> int:
@@ -492,8 +512,8 @@ class SealTrainer(GRPOTrainer):
             versions.add(snapshot.version)
         return versions
 
-    def _restore(self, checkpoint: str | bool) -> Path:
-        """SEAL's state from `checkpoint` (True: the last complete one); later records are removed."""
+    def _restore(self, checkpoint: str | bool) -> tuple[Path, dict[str, Any]]:
+        """The checkpoint to resume (True: the last complete one) and its SEAL state; later records are removed."""
         folder = last_checkpoint(self.args.output_dir) if checkpoint is True else Path(checkpoint)
         if folder is None:
             raise ValueError(
@@ -501,14 +521,6 @@ class SealTrainer(GRPOTrainer):
             )
         state = load_state(folder)
         step = int(folder.name.rsplit("-", 1)[1])
-        self._generations = state["generations"]
-        self.window_epoch = state["window_epoch"]
-        self.window.rho = {Label(k): float(v) for k, v in state["rho"].items()}
-        self.window.diagnoses = [
-            RolloutDiagnosis(d["task_id"], d["reward"], tuple(None if x is None else Label(x) for x in d["labels"]))
-            for d in state["window"]
-        ]
-        self.interface = InterfaceSnapshot.model_validate(state["interface"])
         if self.accelerator.is_main_process:
             prune_after(self.args.output_dir, step, self.store, set(state["interface_versions"]))
-        return folder
+        return folder, state
