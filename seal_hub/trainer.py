@@ -19,6 +19,11 @@ optimizer step and is logged as `eval/...`; `_log_seal_metrics` puts success, me
 and rho and prevalence of every label on the training log, so any `report_to` integration (trackio, wandb,
 tensorboard) shows them.
 
+Distributed generation: rollouts and held-out evaluations generate with the model TRL's
+`unwrap_model_for_generation` yields (ZeRO-3's parameters gathered unless `ds3_gather_for_generation` is False,
+FSDP v1's summoned, gradient checkpointing off), as TRL's own generation does. When parameters stay sharded
+during generation, the ranks keep their forward passes in step (`synced_generation`, `seal_hub.rollout.synced`).
+
 Not covered: vLLM generation inside the trainer (on GPUs, TRL's own vLLM integration plus the rollout
 engine's `VLLMBackend`; see the paper config). Publishing: with `publish`, every checkpointed iteration's
 three artifacts go to the registry (`seal_hub.hub`), catching up on any a crash left unpublished; their cards
@@ -37,7 +42,8 @@ from __future__ import annotations
 
 import shutil
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -49,6 +55,8 @@ from datasets import Dataset
 from transformers import Trainer, TrainerCallback, TrainerState
 from transformers.trainer_utils import TrainOutput
 from trl import GRPOConfig, GRPOTrainer
+from trl.distributed import DistributedBackend
+from trl.models import unwrap_model_for_generation
 
 from seal_hub.diagnosis import FailureProfile, Label, diagnose
 from seal_hub.envs.bfcl import BfclSuite, EpisodeConfig, Task
@@ -59,6 +67,7 @@ from seal_hub.kill_points import kill_point
 from seal_hub.loop_state import LoopStateBinder, SealLoopState, export_loop_state, import_loop_state
 from seal_hub.rollout import GenerationBackend, HFBackend, PolicyInfo, RolloutConfig, RolloutEngine, SamplingConfig
 from seal_hub.rollout.records import read_trajectories
+from seal_hub.rollout.synced import SyncedSteps, needs_synced_generation
 from seal_hub.run_records import (
     iteration_dir,
     iteration_metrics,
@@ -124,6 +133,14 @@ class SealConfig(GRPOConfig):
     eval_tasks: int = field(
         default=16, metadata={"help": "Test-split tasks in each held-out evaluation (categories taken in turn)."}
     )
+    synced_generation: bool | None = field(
+        default=None,
+        metadata={
+            "help": "Keep every rank's forward passes in step during rollouts (as generate(synced_gpus=True)), so "
+            "ranks whose episodes end at different steps do not hang in sharded forwards. Unset: on exactly when "
+            "several processes run FSDP, or DeepSpeed ZeRO-3 with ds3_gather_for_generation=False."
+        },
+    )
     restore_callback_states_from_checkpoint: bool = field(
         default=True,
         metadata={
@@ -173,10 +190,10 @@ def verified_reward(prompts, completions, seal_reward, **kwargs) -> list[float]:
     return list(seal_reward)
 
 
-def hf_backend(model, tokenizer, step: int, seed: int = 0) -> HFBackend:
+def hf_backend(model, tokenizer, step: int, seed: int = 0, synced: SyncedSteps | None = None) -> HFBackend:
     """A fresh batched backend per generation step: cached KV belongs to the weights of one step."""
     eos = {tokenizer.convert_tokens_to_ids(tokenizer.eos_token)}
-    return HFBackend(model, eos, tokenizer.pad_token_id or 0, seed=seed + step)
+    return HFBackend(model, eos, tokenizer.pad_token_id or 0, seed=seed + step, synced=synced)
 
 
 class _EpochWindow(TrainerCallback):
@@ -270,6 +287,12 @@ class SealTrainer(GRPOTrainer):
                 _HeldOutEval(self),
             ],
         )
+        sharding, processes = DistributedBackend(self.accelerator), self.accelerator.num_processes
+        synced = args.synced_generation
+        if synced is None:
+            gathered = args.ds3_gather_for_generation
+            synced = needs_synced_generation(processes, sharding.is_zero3, sharding.is_fsdp, gathered)
+        self.synced = SyncedSteps(self.accelerator.device) if synced and processes > 1 else None
         starts_lineage = self.interface.parent is None or self.interface.parent in self.store
         if self.accelerator.is_main_process and starts_lineage:
             self.store.put(self.interface)
@@ -287,14 +310,32 @@ class SealTrainer(GRPOTrainer):
             if llm is None:
                 raise ValueError("SEAL generates through vLLM in-process: set vllm_mode='colocate' (not 'server')")
             return VLLMBackend.from_llm(llm, {tokenizer.convert_tokens_to_ids(tokenizer.eos_token)})
-        return hf_backend(model, tokenizer, step, self.args.seed)
+        return hf_backend(model, tokenizer, step, self.args.seed, self.synced)
+
+    @contextmanager
+    def _generation_model(self) -> Iterator[Any]:
+        """The policy as generation must see it, as TRL's own generation takes it: `unwrap_model_for_generation`
+        (ZeRO-3's parameters gathered unless `ds3_gather_for_generation` is False; gradient checkpointing off)
+        and FSDP v1's full parameters summoned. Under vLLM the weights are vLLM's: nothing is gathered."""
+        if self.use_vllm:
+            yield self.accelerator.unwrap_model(self.model)
+            return
+        with (
+            unwrap_model_for_generation(
+                self.model_wrapped,
+                self.accelerator,
+                gather_deepspeed3_params=self.args.ds3_gather_for_generation,
+                gradient_checkpointing_kwargs=self.args.gradient_checkpointing_kwargs,
+            ) as model,
+            DistributedBackend(self.accelerator).summon_full_params(self.model_wrapped, recurse=False),
+        ):
+            yield model
 
     def _rollout(self, prompts: list[str], trainer: GRPOTrainer) -> dict[str, list]:
         args: SealConfig = self.args
         tasks = self.suite.select(prompts)
         tokenizer = self.processing_class
         step = self.state.global_step
-        backend = self.backend_factory(self.accelerator.unwrap_model(self.model), tokenizer, step)
         config = RolloutConfig(
             num_generations=1,  # TRL already repeated each prompt num_generations times
             max_live_episodes=args.max_live_episodes,
@@ -306,8 +347,10 @@ class SealTrainer(GRPOTrainer):
             ),
         )
         interface = self.interface
-        engine = RolloutEngine(backend, tokenizer, self.suite, config, PolicyInfo(self.policy_id), interface)
-        trajectories = engine.run(tasks)
+        with self._generation_model() as model:
+            backend = self.backend_factory(model, tokenizer, step)
+            engine = RolloutEngine(backend, tokenizer, self.suite, config, PolicyInfo(self.policy_id), interface)
+            trajectories = engine.run(tasks)
         diagnoses = [diagnose(t, self.suite.task(t.task_id)) for t in trajectories]
         # every rank's rollouts: the loop updates from all of them, the records keep all of them. The released
         # order: observe the batch, update rho, then weight this same batch with the new rho.
@@ -361,7 +404,6 @@ class SealTrainer(GRPOTrainer):
         as `eval_...` on the trainer log and written to `held_out/` by the main process."""
         args: SealConfig = self.args
         step = self.state.global_step
-        model = self.accelerator.unwrap_model(self.model)
         settings = HeldOutSettings(
             args.max_new_tokens,
             args.max_context_tokens,
@@ -372,11 +414,12 @@ class SealTrainer(GRPOTrainer):
         if self.use_vllm and step != self._last_loaded_step:  # as TRL does before generating: current weights
             self.vllm_generation.sync_weights()
             self._last_loaded_step = step
-        backend = self.backend_factory(model, self.processing_class, step)
         policy = PolicyInfo(self.policy_id)
-        result = evaluate_held_out(
-            backend, self.processing_class, self.suite, self.held_out_tasks, settings, policy, step
-        )
+        with self._generation_model() as model:
+            backend = self.backend_factory(model, self.processing_class, step)
+            result = evaluate_held_out(
+                backend, self.processing_class, self.suite, self.held_out_tasks, settings, policy, step
+            )
         if self.accelerator.is_main_process:
             write_held_out(args.output_dir, result)
         # Trainer.log, not GRPOTrainer.log: the latter would flush (and clear) this step's training metrics early;
