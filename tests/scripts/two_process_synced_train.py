@@ -56,7 +56,7 @@ args = SealConfig(
     gradient_checkpointing=False,
     synced_generation=synced,
 )
-tasks = suite.select(["multi_turn_base_1", "multi_turn_base_3"])
+tasks = suite.select(["multi_turn_base_1", "multi_turn_base_5"])  # 4 user turns each: 3 steps fit
 trainer = SealTrainer(model, args, suite, tasks, tokenizer, peft_config=lora_config(policy))
 trainer.train()
 report = {
