@@ -71,3 +71,26 @@ def test_without_synced_generation_the_same_run_fails(tiny_dir, tmp_path):
     done = launch(tiny_dir, tmp_path, synced=False)
     assert any(d.returncode != 0 for d in done)
     assert not (tmp_path / "rank1.json").exists()  # the rank with more steps never got through its rollouts
+
+
+@pytest.mark.parametrize(
+    ("processes", "zero3", "fsdp", "gathered", "expected"),
+    [
+        (1, True, False, False, False),  # one process: nothing to keep in step with
+        (2, False, False, True, False),  # DDP: every rank holds the whole model
+        (2, True, False, True, False),  # ZeRO-3 gathered once for generation: forwards are local
+        (2, True, False, False, True),  # ZeRO-3 left sharded: every forward gathers
+        (2, False, True, True, True),  # FSDP: every forward gathers
+    ],
+)
+def test_synced_generation_is_on_only_when_forwards_are_collectives(processes, zero3, fsdp, gathered, expected):
+    from seal_hub.rollout.synced import needs_synced_generation
+
+    assert needs_synced_generation(processes, zero3, fsdp, gathered) is expected
+
+
+def test_synced_steps_need_a_process_group():
+    from seal_hub.rollout.synced import SyncedSteps
+
+    with pytest.raises(ValueError, match="initialized torch.distributed process group"):
+        SyncedSteps()
