@@ -287,6 +287,7 @@ def test_a_resume_restores_the_loop_state_through_transformers_stateful_callback
         suite, tiny_dir, tmp_path, backend=always_wrong, max_steps=2, per_device_train_batch_size=2
     )
     straight = two_steps()
+    assert straight.synced is None  # one process: generation keeps no ranks in step and pays nothing for it
     straight.train()
     at_2 = straight.seal_state()
     at_1 = load_state(run / "checkpoint-1")  # in trainer_state.json, under stateful_callbacks["SealLoopState"]
