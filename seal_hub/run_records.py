@@ -7,12 +7,15 @@ Under a run's output directory:
                          /metrics.json            success rate, label profile, rho, mean weight, interface
     interfaces/v0.json, v1.json, ...              every interface version made (`SnapshotStore`)
     run_config.json                               the policy and SEAL's switches (what `seal-hub report` names)
-    checkpoint-N/seal_state.json                  next to TRL's checkpoint: rho, its window, the interface
+    checkpoint-N/trainer_state.json               transformers' trainer state; its stateful_callbacks hold
+                                                  SEAL's loop state (`seal_hub.loop_state`): rho, its window,
+                                                  the interface, the versions made so far
 
-Every file is written atomically (temporary file, then rename). A run killed at any point and relaunched on
-the same directory resumes from its last complete checkpoint N (`last_checkpoint`: one whose SEAL state, the
-last file written, is there): iteration folders, interface versions and unfinished checkpoint folders made
-after N are removed first and made again, so no trajectory is lost or duplicated and no version is skipped.
+Every file of ours is written atomically (temporary file, then rename). A run killed at any point and relaunched
+on the same directory resumes from its last complete checkpoint N (`last_checkpoint`: one whose trainer state,
+the last file transformers writes, reads whole and holds SEAL's state): iteration folders, interface versions
+and unfinished checkpoint folders made after N are removed first and made again, so no trajectory is lost or
+duplicated and no version is skipped.
 
 Not covered: publishing these files (`seal_hub.hub`).
 """
@@ -33,7 +36,10 @@ from seal_hub.interface import InterfaceSnapshot
 from seal_hub.rollout.records import Trajectory, write_trajectories
 from seal_hub.snapshot_store import SnapshotStore
 
-STATE_FILE = "seal_state.json"
+TRAINER_STATE_FILE = "trainer_state.json"  # transformers' TRAINER_STATE_NAME
+# transformers keys a stateful callback's state by its class name: `seal_hub.loop_state.SealLoopState`
+STATE_CALLBACK = "SealLoopState"
+LEGACY_STATE_FILE = "seal_state.json"  # where seal_hub kept the loop state before it was a stateful callback
 RUN_CONFIG_FILE = "run_config.json"
 # the settings a report needs to name a run: the ablation switches and the budget they were compared on
 RUN_CONFIG_FIELDS = (
@@ -115,20 +121,33 @@ def write_run_config(output_dir: str | Path, model: str, config: Any) -> None:
     )
 
 
-def save_state(checkpoint_dir: str | Path, state: dict[str, Any]) -> None:
-    _write_json(Path(checkpoint_dir) / STATE_FILE, state)
-
-
 def load_state(checkpoint_dir: str | Path) -> dict[str, Any]:
-    path = Path(checkpoint_dir) / STATE_FILE
+    """SEAL's loop state in a checkpoint: ``stateful_callbacks["SealLoopState"]`` of its trainer state."""
+    path = Path(checkpoint_dir) / TRAINER_STATE_FILE
     try:
-        return json.loads(path.read_text("utf-8"))
+        stored = json.loads(path.read_text("utf-8")).get("stateful_callbacks") or {}
     except FileNotFoundError:
         raise FileNotFoundError(f"{path} is missing: {checkpoint_dir} is not a SEAL checkpoint") from None
     except json.JSONDecodeError as exc:
         raise ValueError(
             f"{path} is not valid JSON ({exc}); delete the checkpoint to resume from an earlier one"
         ) from None
+    state = stored.get(STATE_CALLBACK)
+    if isinstance(state, list):
+        state = state[0] if state else None
+    seal = (state or {}).get("attributes", {}).get("seal")
+    if not isinstance(seal, dict):
+        legacy = (Path(checkpoint_dir) / LEGACY_STATE_FILE).is_file()
+        raise ValueError(
+            f"{path} holds no SEAL loop state (stateful_callbacks[{STATE_CALLBACK!r}]): "
+            + (
+                f"{checkpoint_dir} was written by an older seal_hub ({LEGACY_STATE_FILE}); resume it with that "
+                "version or start a new output_dir"
+                if legacy
+                else f"{checkpoint_dir} is not a SEAL checkpoint"
+            )
+        )
+    return seal
 
 
 def checkpoint_step(folder: str | Path) -> int | None:
@@ -138,15 +157,31 @@ def checkpoint_step(folder: str | Path) -> int | None:
 
 
 def last_checkpoint(output_dir: str | Path) -> Path | None:
-    """The newest checkpoint-N that was written whole (its SEAL state exists); None when there is none.
+    """The newest checkpoint-N that was written whole (`is_complete`); None when there is none.
 
-    transformers writes a checkpoint folder file by file and SEAL's state last, so a run killed while
-    checkpointing leaves a newer folder without it: that one is skipped (`prune_after` removes it).
+    A checkpoint of an older seal_hub (its state in ``seal_state.json``) counts too, so that resuming it stops
+    with `load_state`'s message instead of a fresh start that would prune the old run's records.
     """
     root = Path(output_dir)
     found = [(checkpoint_step(p), p) for p in root.glob("checkpoint-*")] if root.is_dir() else []
-    complete = [(step, p) for step, p in found if step is not None and (p / STATE_FILE).is_file()]
+    complete = [
+        (step, p) for step, p in found if step is not None and (is_complete(p) or (p / LEGACY_STATE_FILE).is_file())
+    ]
     return max(complete)[1] if complete else None
+
+
+def is_complete(checkpoint_dir: str | Path) -> bool:
+    """Whether a checkpoint folder was written whole: its trainer state reads and holds SEAL's loop state.
+
+    transformers writes a checkpoint folder file by file and the trainer state (with SEAL's state in it) last,
+    not atomically, so a run killed while checkpointing leaves a newer folder without a readable one: that
+    folder is skipped (`prune_after` removes it).
+    """
+    try:
+        load_state(checkpoint_dir)
+    except (OSError, ValueError):
+        return False
+    return True
 
 
 def prune_after(output_dir: str | Path, step: int, store: SnapshotStore, keep_versions: set[str]) -> None:

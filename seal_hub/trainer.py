@@ -19,12 +19,19 @@ optimizer step and is logged as `eval/...`; `_log_seal_metrics` puts success, me
 and rho and prevalence of every label on the training log, so any `report_to` integration (trackio, wandb,
 tensorboard) shows them.
 
+Distributed generation: rollouts and held-out evaluations generate with the model TRL's
+`unwrap_model_for_generation` yields (ZeRO-3's parameters gathered unless `ds3_gather_for_generation` is False,
+FSDP v1's summoned, gradient checkpointing off), as TRL's own generation does. When parameters stay sharded
+during generation, the ranks keep their forward passes in step (`synced_generation`, `seal_hub.rollout.synced`).
+
 Not covered: vLLM generation inside the trainer (on GPUs, TRL's own vLLM integration plus the rollout
 engine's `VLLMBackend`; see the paper config). Publishing: with `publish`, every checkpointed iteration's
 three artifacts go to the registry (`seal_hub.hub`), catching up on any a crash left unpublished; their cards
 name the published sources the run recorded in ``sources.json`` (`seal_hub.hub.sources.run_sources`).
 
-Resuming: `train(resume_from_checkpoint=...)` restores SEAL's state from the last complete checkpoint. A
+Resuming: `train(resume_from_checkpoint=...)` restores SEAL's state from the last complete checkpoint, through
+transformers' stateful callbacks (`seal_hub.loop_state`: the state sits in the checkpoint's `trainer_state.json`;
+publishing after each checkpoint is an `on_save` callback), so no private `Trainer` method is overridden for it. A
 checkpoint that already reached the budget (`max_steps`, or the epochs' steps) trains nothing: transformers'
 loop only tests the budget after an optimizer step, and a resumed epoch with batches left would run one more
 step (and TRL would generate for it), so `train` stops before the loop, loads the checkpoint's weights,
@@ -36,7 +43,8 @@ from __future__ import annotations
 import shutil
 import tempfile
 import textwrap
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -48,9 +56,11 @@ from datasets import Dataset
 from transformers import Trainer, TrainerCallback, TrainerState
 from transformers.trainer_utils import TrainOutput
 from trl import GRPOConfig, GRPOTrainer
+from trl.distributed import DistributedBackend
+from trl.models import unwrap_model_for_generation
 
 from seal_hub.console import acknowledge_rollout_func
-from seal_hub.diagnosis import FailureProfile, Label, RolloutDiagnosis, diagnose
+from seal_hub.diagnosis import FailureProfile, Label, diagnose
 from seal_hub.envs.bfcl import BfclSuite, EpisodeConfig, Task
 from seal_hub.evolve import (
     INTERFACE_MODES,
@@ -63,18 +73,18 @@ from seal_hub.evolve import (
 from seal_hub.held_out import HeldOutResult, HeldOutSettings, evaluate_held_out, write_held_out
 from seal_hub.interface import InterfaceSnapshot
 from seal_hub.kill_points import kill_point
+from seal_hub.loop_state import LoopStateBinder, SealLoopState, export_loop_state, import_loop_state
 from seal_hub.models.end_tokens import end_token_ids
 from seal_hub.rollout import GenerationBackend, HFBackend, PolicyInfo, RolloutConfig, RolloutEngine, SamplingConfig
 from seal_hub.rollout.records import read_trajectories
+from seal_hub.rollout.synced import SyncedSteps, needs_synced_generation
 from seal_hub.run_records import (
-    STATE_FILE,
     iteration_dir,
     iteration_metrics,
     last_checkpoint,
     load_state,
     prune_after,
     read_metrics,
-    save_state,
     write_iteration,
     write_run_config,
 )
@@ -94,7 +104,7 @@ ADAPTER_FILES = (
     "special_tokens_map.json",
 )
 # what a checkpoint holds besides the model that `save_model` writes: the state a resume needs
-TRAINING_STATE_FILES = ("optimizer.pt", "scheduler.pt", "scaler.pt", "trainer_state.json", STATE_FILE)
+TRAINING_STATE_FILES = ("optimizer.pt", "scheduler.pt", "scaler.pt", "trainer_state.json")
 
 
 @dataclass
@@ -137,6 +147,21 @@ class SealConfig(GRPOConfig, EvolveSettings):
     eval_tasks: int = field(
         default=16, metadata={"help": "Test-split tasks in each held-out evaluation (categories taken in turn)."}
     )
+    synced_generation: bool | None = field(
+        default=None,
+        metadata={
+            "help": "Keep every rank's forward passes in step during rollouts (as generate(synced_gpus=True)), so "
+            "ranks whose episodes end at different steps do not hang in sharded forwards. Unset: on exactly when "
+            "several processes run FSDP, or DeepSpeed ZeRO-3 with ds3_gather_for_generation=False."
+        },
+    )
+    restore_callback_states_from_checkpoint: bool = field(
+        default=True,
+        metadata={
+            "help": "Restore stateful callbacks on resume. SEAL's loop state (rho, its window, the interface) is "
+            "one (seal_hub.loop_state), so it must stay True."
+        },
+    )
 
     def __post_init__(self) -> None:
         if self.bf16 is None and not torch.cuda.is_available():
@@ -169,6 +194,11 @@ class SealConfig(GRPOConfig, EvolveSettings):
         if self.interface_mode not in INTERFACE_MODES:
             raise ValueError(f"interface_mode must be 'released' or 'full', got {self.interface_mode!r}")
         EvolveSettings.__post_init__(self)  # the evolution thresholds (GRPOConfig's chain does not reach it)
+        if not self.restore_callback_states_from_checkpoint:
+            raise ValueError(
+                "restore_callback_states_from_checkpoint=False would resume SEAL with a fresh rho window and the "
+                "starting interface (its loop state is a stateful callback): leave it True"
+            )
         if self.eval_every_steps < 0:
             raise ValueError(
                 f"eval_every_steps must be >= 0 (0 turns held-out evaluation off), got {self.eval_every_steps}"
@@ -183,9 +213,11 @@ def verified_reward(prompts, completions, seal_reward, **kwargs) -> list[float]:
     return list(seal_reward)
 
 
-def hf_backend(model, tokenizer, step: int, seed: int = 0) -> HFBackend:
+def hf_backend(model, tokenizer, step: int, seed: int = 0, synced: SyncedSteps | None = None) -> HFBackend:
     """A fresh batched backend per generation step: cached KV belongs to the weights of one step."""
-    return HFBackend(model, end_token_ids(model, tokenizer), tokenizer.pad_token_id or 0, seed=seed + step)
+    return HFBackend(
+        model, end_token_ids(model, tokenizer), tokenizer.pad_token_id or 0, seed=seed + step, synced=synced
+    )
 
 
 class _EpochWindow(TrainerCallback):
@@ -199,6 +231,17 @@ class _EpochWindow(TrainerCallback):
         if epoch != self.trainer.window_epoch:
             self.trainer.window.reset()
             self.trainer.window_epoch = epoch
+
+
+class _PublishOnSave(TrainerCallback):
+    """After each checkpoint (its trainer state, with SEAL's, written): publish what is still unpublished."""
+
+    def __init__(self, trainer: SealTrainer) -> None:
+        self.trainer = trainer
+
+    def on_save(self, args, state, control, **kwargs):
+        if args.should_save:
+            self.trainer.publish_pending()
 
 
 class _HeldOutEval(TrainerCallback):
@@ -276,8 +319,21 @@ class SealTrainer(GRPOTrainer):
             processing_class=processing_class,
             peft_config=peft_config,
             rollout_func=self._rollout,
-            callbacks=[*(callbacks or []), _EpochWindow(self), _HeldOutEval(self)],
+            callbacks=[
+                *(callbacks or []),
+                SealLoopState(self),
+                LoopStateBinder(self),
+                _EpochWindow(self),
+                _PublishOnSave(self),
+                _HeldOutEval(self),
+            ],
         )
+        sharding, processes = DistributedBackend(self.accelerator), self.accelerator.num_processes
+        synced = args.synced_generation
+        if synced is None:
+            gathered = args.ds3_gather_for_generation
+            synced = needs_synced_generation(processes, sharding.is_zero3, sharding.is_fsdp, gathered)
+        self.synced = SyncedSteps(self.accelerator.device) if synced and processes > 1 else None
         starts_lineage = self.interface.parent is None or self.interface.parent in self.store
         if self.accelerator.is_main_process and starts_lineage:
             self.store.put(self.interface)
@@ -295,14 +351,32 @@ class SealTrainer(GRPOTrainer):
             if llm is None:
                 raise ValueError("SEAL generates through vLLM in-process: set vllm_mode='colocate' (not 'server')")
             return VLLMBackend.from_llm(llm, end_token_ids(model, tokenizer))
-        return hf_backend(model, tokenizer, step, self.args.seed)
+        return hf_backend(model, tokenizer, step, self.args.seed, self.synced)
+
+    @contextmanager
+    def _generation_model(self) -> Iterator[Any]:
+        """The policy as generation must see it, as TRL's own generation takes it: `unwrap_model_for_generation`
+        (ZeRO-3's parameters gathered unless `ds3_gather_for_generation` is False; gradient checkpointing off)
+        and FSDP v1's full parameters summoned. Under vLLM the weights are vLLM's: nothing is gathered."""
+        if self.use_vllm:
+            yield self.accelerator.unwrap_model(self.model)
+            return
+        with (
+            unwrap_model_for_generation(
+                self.model_wrapped,
+                self.accelerator,
+                gather_deepspeed3_params=self.args.ds3_gather_for_generation,
+                gradient_checkpointing_kwargs=self.args.gradient_checkpointing_kwargs,
+            ) as model,
+            DistributedBackend(self.accelerator).summon_full_params(self.model_wrapped, recurse=False),
+        ):
+            yield model
 
     def _rollout(self, prompts: list[str], trainer: GRPOTrainer) -> dict[str, list]:
         args: SealConfig = self.args
         tasks = self.suite.select(prompts)
         tokenizer = self.processing_class
         step = self.state.global_step
-        backend = self.backend_factory(self.accelerator.unwrap_model(self.model), tokenizer, step)
         config = RolloutConfig(
             num_generations=1,  # TRL already repeated each prompt num_generations times
             max_live_episodes=args.max_live_episodes,
@@ -314,8 +388,10 @@ class SealTrainer(GRPOTrainer):
             ),
         )
         interface = self.interface
-        engine = RolloutEngine(backend, tokenizer, self.suite, config, PolicyInfo(self.policy_id), interface)
-        trajectories = engine.run(tasks)
+        with self._generation_model() as model:
+            backend = self.backend_factory(model, tokenizer, step)
+            engine = RolloutEngine(backend, tokenizer, self.suite, config, PolicyInfo(self.policy_id), interface)
+            trajectories = engine.run(tasks)
         diagnoses = [diagnose(t, self.suite.task(t.task_id)) for t in trajectories]
         # every rank's rollouts: the loop updates from all of them, the records keep all of them. The released
         # order: observe the batch, update rho, then weight this same batch with the new rho.
@@ -369,7 +445,6 @@ class SealTrainer(GRPOTrainer):
         as `eval_...` on the trainer log and written to `held_out/` by the main process."""
         args: SealConfig = self.args
         step = self.state.global_step
-        model = self.accelerator.unwrap_model(self.model)
         settings = HeldOutSettings(
             args.max_new_tokens,
             args.max_context_tokens,
@@ -380,11 +455,12 @@ class SealTrainer(GRPOTrainer):
         if self.use_vllm and step != self._last_loaded_step:  # as TRL does before generating: current weights
             self.vllm_generation.sync_weights()
             self._last_loaded_step = step
-        backend = self.backend_factory(model, self.processing_class, step)
         policy = PolicyInfo(self.policy_id)
-        result = evaluate_held_out(
-            backend, self.processing_class, self.suite, self.held_out_tasks, settings, policy, step
-        )
+        with self._generation_model() as model:
+            backend = self.backend_factory(model, self.processing_class, step)
+            result = evaluate_held_out(
+                backend, self.processing_class, self.suite, self.held_out_tasks, settings, policy, step
+            )
         if self.accelerator.is_main_process:
             write_held_out(args.output_dir, result)
         # Trainer.log, not GRPOTrainer.log: the latter would flush (and clear) this step's training metrics early;
@@ -407,25 +483,12 @@ class SealTrainer(GRPOTrainer):
     # ----- checkpoints and resume -----
 
     def seal_state(self) -> dict[str, Any]:
-        return {
-            "generations": self._generations,
-            "window_epoch": self.window_epoch,
-            "rho": {str(k): v for k, v in self.window.rho.items()},
-            "window": [
-                {"task_id": d.task_id, "reward": d.reward, "labels": [None if x is None else str(x) for x in d.labels]}
-                for d in self.window.diagnoses
-            ],
-            "interface": self.interface.model_dump(mode="json"),
-            "interface_versions": self.store.versions(),
-        }
+        """The loop state a checkpoint records (`seal_hub.loop_state`)."""
+        return export_loop_state(self)
 
-    def _save_checkpoint(self, model, trial) -> None:
-        super()._save_checkpoint(model, trial)
-        if self.args.should_save:
-            folder = Path(self._get_output_dir(trial=trial)) / f"checkpoint-{self.state.global_step}"
-            kill_point("checkpoint")
-            save_state(folder, self.seal_state())
-            self.publish_pending()
+    def load_seal_state(self, state: dict[str, Any]) -> None:
+        """Continue from a checkpoint's loop state (`seal_state`'s data)."""
+        import_loop_state(self, state)
 
     def publish_pending(self) -> list[int]:
         """Publish every checkpointed iteration not yet in the registry (idempotent; catches up after a crash).
@@ -486,10 +549,12 @@ class SealTrainer(GRPOTrainer):
                 # records of a run killed before its first checkpoint: this run makes them again
                 prune_after(self.args.output_dir, 0, self.store, self._lineage_versions())
             return super().train(**kwargs)
-        folder = self._restore(resume_from_checkpoint)
+        folder, seal = self._restore(resume_from_checkpoint)
         state = TrainerState.load_from_json(str(folder / "trainer_state.json"))
         if state.global_step < self._budget():
+            # transformers restores SEAL's loop state with the other stateful callbacks (`seal_hub.loop_state`)
             return super().train(resume_from_checkpoint=str(folder), **kwargs)
+        self.load_seal_state(seal)  # no training loop runs, so no callback restores it
         return self._complete(folder, state)
 
     def _budget(self) -> int:
@@ -531,8 +596,8 @@ class SealTrainer(GRPOTrainer):
             versions.add(snapshot.version)
         return versions
 
-    def _restore(self, checkpoint: str | bool) -> Path:
-        """SEAL's state from `checkpoint` (True: the last complete one); later records are removed."""
+    def _restore(self, checkpoint: str | bool) -> tuple[Path, dict[str, Any]]:
+        """The checkpoint to resume (True: the last complete one) and its SEAL state; later records are removed."""
         folder = last_checkpoint(self.args.output_dir) if checkpoint is True else Path(checkpoint)
         if folder is None:
             raise ValueError(
@@ -540,14 +605,6 @@ class SealTrainer(GRPOTrainer):
             )
         state = load_state(folder)
         step = int(folder.name.rsplit("-", 1)[1])
-        self._generations = state["generations"]
-        self.window_epoch = state["window_epoch"]
-        self.window.rho = {Label(k): float(v) for k, v in state["rho"].items()}
-        self.window.diagnoses = [
-            RolloutDiagnosis(d["task_id"], d["reward"], tuple(None if x is None else Label(x) for x in d["labels"]))
-            for d in state["window"]
-        ]
-        self.interface = InterfaceSnapshot.model_validate(state["interface"])
         if self.accelerator.is_main_process:
             prune_after(self.args.output_dir, step, self.store, set(state["interface_versions"]))
-        return folder
+        return folder, state

@@ -16,6 +16,8 @@ from pathlib import Path
 import pytest
 from run_checks import check_run, fingerprint
 
+from seal_hub.run_records import is_complete
+
 ROOT = Path(__file__).resolve().parents[1]
 GROUP = 2  # rollouts per step: one task, num_generations 2 (4 tasks: 4 steps an epoch, budgets end inside it)
 
@@ -49,7 +51,7 @@ def launch(command: list[str], tmp_path: Path, kill: str | None = None) -> subpr
 
 
 def completed_steps(out: Path) -> list[int]:
-    return sorted(int(p.name.split("-")[1]) for p in out.glob("checkpoint-*") if (p / "seal_state.json").is_file())
+    return sorted(int(p.name.split("-")[1]) for p in out.glob("checkpoint-*") if is_complete(p))
 
 
 @pytest.mark.slow

@@ -123,11 +123,20 @@ def test_a_corrupt_trajectory_file_is_a_clear_error(tmp_path, capsys):
 
 
 def test_a_corrupt_checkpoint_state_names_the_file_and_the_fix(tmp_path):
-    from seal_hub.run_records import load_state
+    from seal_hub.run_records import last_checkpoint, load_state
 
-    (tmp_path / "checkpoint-3").mkdir()
-    (tmp_path / "checkpoint-3" / "seal_state.json").write_text("{truncated")
-    with pytest.raises(ValueError, match="seal_state.json is not valid JSON.*delete the checkpoint"):
-        load_state(tmp_path / "checkpoint-3")
+    folder = tmp_path / "checkpoint-3"
+    folder.mkdir()
+    (folder / "trainer_state.json").write_text("{truncated")
+    with pytest.raises(ValueError, match="trainer_state.json is not valid JSON.*delete the checkpoint"):
+        load_state(folder)
     with pytest.raises(FileNotFoundError, match="is not a SEAL checkpoint"):
         load_state(tmp_path)
+    (folder / "trainer_state.json").write_text('{"global_step": 3, "stateful_callbacks": {}}')
+    with pytest.raises(ValueError, match="holds no SEAL loop state.*is not a SEAL checkpoint"):
+        load_state(folder)
+    assert last_checkpoint(tmp_path) is None
+    (folder / "seal_state.json").write_text("{}")  # an older seal_hub's checkpoint: refused, never started over
+    with pytest.raises(ValueError, match="written by an older seal_hub"):
+        load_state(folder)
+    assert last_checkpoint(tmp_path) == folder

@@ -12,6 +12,7 @@ from scripted import ScriptedBackend
 from seal_hub.diagnosis import DEFAULT_RHO, Label, RolloutDiagnosis
 from seal_hub.evolve import SCHEMA_NOTE
 from seal_hub.rollout.records import read_trajectories
+from seal_hub.run_records import load_state
 from seal_hub.toolcalls import format_tool_calls
 
 TASKS = ["multi_turn_base_1", "multi_turn_base_3"]
@@ -159,7 +160,7 @@ def test_resume_after_a_kill_loses_and_duplicates_nothing(suite, tiny_dir, tmp_p
     make_trainer(suite, tiny_dir, tmp_path, max_steps=2).train()
     # a kill during step 2 after its rollouts were written but before its checkpoint: drop checkpoint-2
     shutil.rmtree(run / "checkpoint-2")
-    versions_at_1 = json.loads((run / "checkpoint-1" / "seal_state.json").read_text())["interface_versions"]
+    versions_at_1 = load_state(run / "checkpoint-1")["interface_versions"]
     (run / "interfaces" / "v9.json").write_text("{}")  # a version made after checkpoint-1 must not survive
     resumed = make_trainer(suite, tiny_dir, tmp_path, max_steps=3)
     resumed.train(resume_from_checkpoint=True)
@@ -269,3 +270,44 @@ def test_the_released_interface_mode_trains_with_schema_cues_from_step_0_and_not
     now = trainer.interface  # rho moved and is recorded; no hints, no guidelines
     assert now.schema_cues == v0.schema_cues
     assert not now.recovery_feedback.enabled and not now.capability_guidelines.enabled
+
+
+def same(state: dict, other: dict) -> bool:
+    """Loop states equal but for when the interface was made (step 2's version is evolved again on a resume)."""
+    strip = lambda s: s | {"interface": {k: v for k, v in s["interface"].items() if k != "created_at"}}  # noqa: E731
+    return strip(state) == strip(other)
+
+
+def test_a_resume_restores_the_loop_state_through_transformers_stateful_callbacks(suite, tiny_dir, tmp_path):
+    import shutil
+
+    always_wrong = lambda model, tokenizer, step: ScriptedBackend(tokenizer, lambda *_: "Done.")  # noqa: E731
+    run = tmp_path / "run"
+    two_steps = lambda: make_trainer(  # noqa: E731
+        suite, tiny_dir, tmp_path, backend=always_wrong, max_steps=2, per_device_train_batch_size=2
+    )
+    straight = two_steps()
+    assert straight.synced is None  # one process: generation keeps no ranks in step and pays nothing for it
+    straight.train()
+    at_2 = straight.seal_state()
+    at_1 = load_state(run / "checkpoint-1")  # in trainer_state.json, under stateful_callbacks["SealLoopState"]
+    assert at_1["generations"] == 1 and at_2["generations"] == 2
+    assert at_1["rho"] != at_2["rho"] and at_1["interface"] != at_2["interface"]  # the loop moved in step 2
+    shutil.rmtree(run / "checkpoint-2")
+    resumed = two_steps()
+    assert resumed.seal_state() != at_1  # a fresh trainer starts from the starting interface and rho
+    resumed.train(resume_from_checkpoint=True)
+    assert same(resumed.seal_state(), at_2)  # restored at step 1, then the same step 2
+    assert same(load_state(run / "checkpoint-2"), at_2)
+    relaunched = two_steps()
+    relaunched.train(resume_from_checkpoint=True)  # already complete: no loop runs, the state is still restored
+    assert relaunched.completed_at == 2 and same(relaunched.seal_state(), at_2)
+
+
+def test_seal_config_refuses_to_resume_without_callback_states(tmp_path):
+    from seal_hub.trainer import SealConfig
+
+    with pytest.raises(ValueError, match="restore_callback_states_from_checkpoint=False.*leave it True"):
+        SealConfig(
+            output_dir=str(tmp_path), use_cpu=True, num_generations=2, restore_callback_states_from_checkpoint=False
+        )

@@ -48,3 +48,26 @@ def test_two_processes_share_the_loop_and_keep_every_rollout(tmp_path):
     assert reports[0]["window"] == reports[1]["window"] == 8  # 2 steps x 2 ranks x 2 rollouts
     for step in ("step_000001", "step_000002"):
         assert len(read_trajectories(out / "iterations" / step / "trajectories.parquet")) == 4  # both ranks'
+
+
+@pytest.mark.slow
+def test_two_processes_whose_episodes_end_apart_train_in_step_with_synced_generation(tmp_path):
+    """Sharded-like forwards (a collective each) and episodes of 1 step on rank 0, 3 on rank 1: the step
+    finishes and both ranks end with the same rho and interface (without synced generation it hangs)."""
+    from seal_hub.models import build_tiny_model
+
+    model_dir = build_tiny_model(tmp_path / "tiny")
+    out = tmp_path / "run"
+    script = Path(__file__).parent / "scripts" / "two_process_synced_train.py"
+    command = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", str(script)]
+    env = os.environ | {"OMP_NUM_THREADS": "1"}
+    result = subprocess.run(
+        [*command, str(out), str(model_dir), "1"], capture_output=True, text=True, timeout=600, env=env
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    reports = [json.loads((out / f"rank{r}.json").read_text()) for r in (0, 1)]
+    assert [r["world"] for r in reports] == [2, 2] and all(r["synced"] for r in reports)
+    assert reports[0]["interface"] == reports[1]["interface"] and reports[0]["rho"] == reports[1]["rho"]
+    assert reports[0]["window"] == reports[1]["window"] == 4  # 1 step x 2 ranks x 2 rollouts
+    trajectories = read_trajectories(out / "iterations" / "step_000001" / "trajectories.parquet")
+    assert sorted(t.num_steps for t in trajectories) == [1, 1, 3, 3]  # the ranks' episodes did end apart

@@ -341,6 +341,9 @@ class RolloutEngine:
                     if on_trajectory is not None:
                         on_trajectory(trajectory)
                     bar.update(1)
+            finish = getattr(self.backend, "finish", None)  # synced generation: wait, stepping, for other ranks
+            if finish is not None:
+                finish()
         finally:
             bar.close()
         return results

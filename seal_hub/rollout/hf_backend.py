@@ -22,6 +22,9 @@ call needs each row's keys in one tensor (sharing would need paged attention). S
 transformers' own logits warpers in `model.generate`'s order (`sampling.py`), so it draws from the distribution
 the reference backend (`reference.py`) draws from; greedy decoding matches it token for token.
 
+With `synced` (several ranks whose forwards are collectives, `seal_hub.rollout.synced`), every forward first joins
+the ranks' "any work left" all-reduce, and `finish` runs dummy forwards until every rank's rollouts are done.
+
 `timings` accumulates where generation time goes (prefill forwards, decode forwards, cache work, sampling) for
 the benchmarks. Not covered: speculative decoding, paged attention, or multi-GPU inference (use vLLM there).
 """
@@ -36,6 +39,7 @@ import torch
 from seal_hub.rollout.backend import Generation, GenerationRequest, SamplingConfig
 from seal_hub.rollout.kv_rows import KVRows, PrefixStore, num_layers
 from seal_hub.rollout.sampling import Sampler
+from seal_hub.rollout.synced import SyncedSteps
 
 PREFILL_CHUNK = 512  # tokens per prefill forward: bounds the activations of a long prompt
 SWAP_AFTER = 8  # a finished row leaves the decode batch (a row swap) only when at least this many steps remain
@@ -51,8 +55,10 @@ class HFBackend:
         pad_token_id: int = 0,
         max_prefix_bytes: int = 512 * 2**20,
         seed: int = 0,
+        synced: SyncedSteps | None = None,
     ) -> None:
         self.model = model
+        self.synced = synced
         self.eos_token_ids = frozenset(int(i) for i in eos_token_ids)
         if not self.eos_token_ids:
             raise ValueError("HFBackend needs at least one end-of-turn token id (eos_token_ids)")
@@ -75,6 +81,19 @@ class HFBackend:
         """The episode is over: its row stays only as a source of its prefix until the next call lays rows out."""
         self.rows.retire(session)
 
+    @torch.inference_mode()
+    def finish(self) -> None:
+        """This rank's rollouts are done: in synced mode, keep stepping (dummy forwards) until every rank's are."""
+        if self.synced is None:
+            return
+        was_training = self.model.training
+        self.model.eval()
+        token = torch.tensor([[self.pad_token_id]], device=self.device)
+        try:
+            self.synced.drain(lambda: self.model(input_ids=token, use_cache=False, logits_to_keep=1))
+        finally:
+            self.model.train(was_training)
+
     def clear(self) -> None:
         """Drop every cache (call after the weights change: cached KV belongs to the old weights)."""
         self.rows = KVRows(self.rows.num_layers)
@@ -84,6 +103,8 @@ class HFBackend:
 
     def _forward(self, input_ids: torch.Tensor, cache, mask: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
         """One forward pass that writes its KV into `cache`; returns the last position's logits."""
+        if self.synced is not None:
+            self.synced.step(True)
         out = self.model(
             input_ids=input_ids,
             attention_mask=mask,
