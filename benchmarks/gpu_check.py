@@ -46,7 +46,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -118,6 +118,8 @@ DRY_SIZES = {
     "num_attention_heads": 4,
     "num_key_value_heads": 2,
     "vocab_size": 4160,
+    "bos_token_id": 1,
+    "eos_token_id": 2,
 }
 LORA_TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
 
@@ -162,14 +164,15 @@ class Check:
         self.failed = False
         self.started = time.perf_counter()
 
-    def part(self, name: str, model: str, run: Callable[[], str]) -> None:
+    def part(self, name: str, model: str, run: Callable[..., str], *args, **kwargs) -> None:
+        """Run `run(*args, **kwargs)` (which returns the result cell) as one row of the table."""
         elapsed = time.perf_counter() - self.started
         if elapsed > self.budget:
             self.rows.append(Row(name, model, f"skipped: time budget ({self.budget:.0f} s) spent"))
             return
         reset_peak(self.device)
         try:
-            result = run()
+            result = run(*args, **kwargs)
         except SkipPart as skip:
             self.rows.append(Row(name, model, f"skipped: {skip}"))
             return
@@ -253,10 +256,11 @@ def seal_step(name: str, check: Check) -> str:
     absent = missing("trl", "datasets", "bfcl_eval")
     if absent:
         raise SkipPart(f"needs {', '.join(absent)} (not installed); the plain LoRA step below still runs")
+    from transformers import TrainerCallback
+
     from seal_hub.envs.bfcl import BfclSuite
     from seal_hub.models.tiny import train_tokenizer
     from seal_hub.trainer import SealConfig, SealTrainer
-    from transformers import TrainerCallback
 
     class StepTimer(TrainerCallback):
         seconds = 0.0
@@ -298,9 +302,7 @@ def seal_step(name: str, check: Check) -> str:
             max_live_episodes=sizes.seal_generations,
             interface_mode="released",
         )
-        lora = LoraConfig(
-            r=64, lora_alpha=128, lora_dropout=0.05, target_modules=LORA_TARGETS, task_type="CAUSAL_LM"
-        )
+        lora = LoraConfig(r=64, lora_alpha=128, lora_dropout=0.05, target_modules=LORA_TARGETS, task_type="CAUSAL_LM")
         trainer = SealTrainer(
             model, args, suite, [task], tokenizer, peft_config=lora, policy_id=name, callbacks=[timer]
         )
@@ -321,7 +323,9 @@ def lora_step(name: str, check: Check, quantized: bool = False) -> str:
     if quantized:
         quantize_nf4(model, check)
     model.config.use_cache = False
-    model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    # transformers 5.23 renamed it; older 5.x releases only have the gradient_ name
+    enable = getattr(model, "activation_checkpointing_enable", None) or model.gradient_checkpointing_enable
+    enable({"use_reentrant": False})
     lora = LoraConfig(r=64, lora_alpha=128, lora_dropout=0.05, target_modules=LORA_TARGETS, task_type="CAUSAL_LM")
     model = get_peft_model(model, lora)
     if quantized:  # TRL keeps QLoRA's adapter weights in bf16 (the QLoRA paper's recommendation)
@@ -454,20 +458,22 @@ def main(argv: list[str] | None = None) -> int:
     import peft
     import transformers
 
+    absent = missing("trl", "datasets", "bfcl_eval", "bitsandbytes")
     print(
         f"gpu_check on {where}: torch {torch.__version__}, transformers {transformers.__version__}, "
-        f"peft {peft.__version__}; absent: {', '.join(missing('trl', 'datasets', 'bfcl_eval', 'bitsandbytes')) or 'none'}"
+        f"peft {peft.__version__}; absent: {', '.join(absent) or 'none'}"
     )
+    precision = "bf16" if dtype == torch.bfloat16 else "fp32"
     for name in args.models:
-        check.part("SEAL step, bf16 LoRA", name, lambda: seal_step(name, check))
-        check.part("LoRA step (plain PEFT), bf16", name, lambda: lora_step(name, check))
-        holder: dict = {}
+        check.part(f"SEAL step, LoRA {precision}", name, seal_step, name, check)
+        check.part(f"LoRA step (plain PEFT), {precision}", name, lora_step, name, check)
+        holder: dict = {}  # the rollout parts share one model
         for live in (16, 64):
-            check.part(f"rollout, {live} live episodes", name, lambda live=live: rollout(name, check, live, holder))
+            check.part(f"rollout, {live} live episodes", name, rollout, name, check, live, holder)
         holder.clear()
         free(device)
         if name == "Qwen2.5-7B":
-            check.part("QLoRA step (plain PEFT), 4-bit NF4", name, lambda: lora_step(name, check, quantized=True))
+            check.part("QLoRA step (plain PEFT), 4-bit NF4", name, lora_step, name, check, quantized=True)
     print(check.table())
     print(f"total {time.perf_counter() - check.started:.0f} s")
     return 1 if check.failed else 0

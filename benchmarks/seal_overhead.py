@@ -23,7 +23,7 @@ is a warm-up and is not counted. Each step is also split into rollout engine, bo
 scoring and the update). Last line exactly `seal step time / vanilla: X.XXx` (median SEAL step / median
 vanilla step), the line before it `seal bookkeeping / step: X.X%`.
 
-    python benchmarks/seal_overhead.py [--steps 3] [--tasks 4] [--repeats 2]
+    python benchmarks/seal_overhead.py [--steps 3] [--tasks 4] [--prompts-per-step 2] [--generations 2] [--repeats 2]
     python benchmarks/seal_overhead.py --quick     # one round of 2 small steps: checks the script, not the figure
 """
 
@@ -180,8 +180,9 @@ def train(arm: str, model_dir: str, out: str, settings: argparse.Namespace, task
     )
     probe = Probe(arm)
     with probe.patches():
+        peft_config = lora_config(policy)
         trainer = SealTrainer(
-            model, args, BfclSuite(), tasks, tokenizer, peft_config=lora_config(policy), policy_id="tiny", callbacks=[probe]
+            model, args, BfclSuite(), tasks, tokenizer, peft_config=peft_config, policy_id="tiny", callbacks=[probe]
         )
         trainer.train()
     run = probe.run
@@ -243,17 +244,21 @@ def report(vanilla: list[Run], seal: list[Run]) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=3, help="steps per run; the first is a warm-up")
-    parser.add_argument("--tasks", type=int, default=4, help="BFCL tasks trained on (2 per step)")
+    parser.add_argument("--tasks", type=int, default=4, help="BFCL tasks trained on, taken in turn")
+    parser.add_argument("--prompts-per-step", type=int, default=2, help="tasks per step")
+    parser.add_argument("--generations", type=int, default=2, help="rollouts per task (GRPO group)")
     parser.add_argument("--repeats", type=int, default=2, help="rounds of (vanilla, SEAL), order alternating")
     parser.add_argument("--max-new-tokens", type=int, default=24)
-    parser.add_argument("--quick", action="store_true", help="1 round of 2 steps, 1 task x 2 rollouts")
+    parser.add_argument("--quick", action="store_true", help="1 round of 2 steps, 1 task x 2 rollouts, 8 tokens")
     settings = parser.parse_args()
-    settings.generations, settings.batch = 4, 8
     if settings.quick:
-        settings.steps, settings.tasks, settings.repeats, settings.generations, settings.batch = 2, 1, 1, 2, 2
-        settings.max_new_tokens = 8
-    if settings.steps < 2 or settings.repeats < 1 or settings.tasks < 1:
-        parser.error("--steps must be >= 2 (the first is a warm-up), --repeats and --tasks >= 1")
+        settings.steps, settings.tasks, settings.repeats, settings.prompts_per_step = 2, 1, 1, 1
+        settings.generations, settings.max_new_tokens = 2, 8
+    if settings.steps < 2 or min(settings.repeats, settings.tasks, settings.prompts_per_step) < 1:
+        parser.error("--steps must be >= 2 (the first is a warm-up); --repeats, --tasks, --prompts-per-step >= 1")
+    if settings.generations < 2:
+        parser.error("--generations must be >= 2: GRPO compares rollouts of the same task")
+    settings.batch = settings.prompts_per_step * settings.generations
     suite = BfclSuite()
     tasks = list(suite.tasks.values())[: settings.tasks]
     runs: dict[str, list[Run]] = {"vanilla": [], "seal": []}
