@@ -54,12 +54,7 @@ os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 if importlib.util.find_spec("seal_hub") is None:  # run from a checkout without installing it
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import torch  # noqa: E402
-from peft import LoraConfig, get_peft_model  # noqa: E402
-from transformers import AutoModelForCausalLM, Qwen2Config  # noqa: E402
-
-from seal_hub.rollout.backend import GenerationRequest, SamplingConfig  # noqa: E402
-from seal_hub.rollout.hf_backend import HFBackend  # noqa: E402
+import torch  # noqa: E402  (transformers, peft and seal_hub are imported where used: `--help` answers at once)
 
 # config.json of Qwen/Qwen2.5-3B-Instruct and Qwen/Qwen2.5-7B-Instruct (public); 7B's vocabulary is 152064
 QWEN25 = {
@@ -143,7 +138,7 @@ class Sizes:
 
 
 FULL = Sizes(8, 128, 4, 2048, 8, 2048, 2048, 3072, 8, 3, 128, 64)
-DRY = Sizes(2, 8, 2, 128, 2, 32, 32, 48, 4, 2, 8, 4)
+DRY = Sizes(2, 8, 2, 128, 2, 32, 32, 32, 4, 2, 4, 4)
 
 
 @dataclass(frozen=True)
@@ -160,7 +155,6 @@ class Check:
     def __init__(self, device: str, dtype: torch.dtype, sizes: Sizes, budget: float, dry: bool) -> None:
         self.device, self.dtype, self.sizes, self.budget, self.dry = device, dtype, sizes, budget, dry
         self.rows: list[Row] = []
-        self.notes: list[str] = []
         self.failed = False
         self.started = time.perf_counter()
 
@@ -224,13 +218,17 @@ def sync(device: str) -> None:
         torch.cuda.synchronize()
 
 
-def model_config(name: str, dry: bool) -> Qwen2Config:
+def model_config(name: str, dry: bool):
+    from transformers import Qwen2Config
+
     values = dict(QWEN25[name], **(DRY_SIZES if dry else {}))
     return Qwen2Config.from_dict(values)
 
 
 def build_model(name: str, check: Check):
     """Random weights in the check's dtype, allocated on its device (no CPU copy of a 7B model)."""
+    from transformers import AutoModelForCausalLM
+
     with torch.device(check.device):
         return AutoModelForCausalLM.from_config(
             model_config(name, check.dry), dtype=check.dtype, attn_implementation="sdpa"
@@ -256,6 +254,7 @@ def seal_step(name: str, check: Check) -> str:
     absent = missing("trl", "datasets", "bfcl_eval")
     if absent:
         raise SkipPart(f"needs {', '.join(absent)} (not installed); the plain LoRA step below still runs")
+    from peft import LoraConfig
     from transformers import TrainerCallback
 
     from seal_hub.envs.bfcl import BfclSuite
@@ -314,6 +313,8 @@ def seal_step(name: str, check: Check) -> str:
 
 def lora_step(name: str, check: Check, quantized: bool = False) -> str:
     """One forward/backward/AdamW step of PEFT LoRA, bf16 (or 4-bit NF4 base weights), on random token ids."""
+    from peft import LoraConfig, get_peft_model
+
     if quantized:
         absent = missing("bitsandbytes")
         if absent:
@@ -394,6 +395,9 @@ def quantize_nf4(model, check: Check) -> None:
 
 def rollout(name: str, check: Check, live: int, model_holder: dict) -> str:
     """Tokens/s of `HFBackend` with `live` episodes in flight (groups sharing a prompt, several model steps)."""
+    from seal_hub.rollout.backend import GenerationRequest, SamplingConfig
+    from seal_hub.rollout.hf_backend import HFBackend
+
     sizes = check.sizes
     if "model" not in model_holder:
         model_holder["model"] = build_model(name, check).eval()
@@ -458,7 +462,7 @@ def main(argv: list[str] | None = None) -> int:
     import peft
     import transformers
 
-    absent = missing("trl", "datasets", "bfcl_eval", "bitsandbytes")
+    absent = [p for p in ("trl", "datasets", "bfcl_eval", "bitsandbytes") if importlib.util.find_spec(p) is None]
     print(
         f"gpu_check on {where}: torch {torch.__version__}, transformers {transformers.__version__}, "
         f"peft {peft.__version__}; absent: {', '.join(absent) or 'none'}"
