@@ -1,6 +1,6 @@
 """A GPU check in one command: random-weight Qwen2.5-3B and Qwen2.5-7B, training steps, rollout speed, memory.
 
-    python benchmarks/gpu_check.py              # one CUDA GPU (sized for about 5 minutes on one H200)
+    python benchmarks/gpu_check.py              # one CUDA GPU (meant to fit 10 minutes on one H200)
     python benchmarks/gpu_check.py --dry-run    # CPU, tiny shapes, the same code path (what the tests run)
 
 No network and no downloaded weights: each model is built from its architecture's public config (the
