@@ -1,24 +1,39 @@
-"""Multi-turn rollouts: batched generation with KV caching, episodes stepped in the environment, trajectories."""
+"""Multi-turn rollouts: batched generation with KV caching, episodes stepped in the environment, trajectories.
 
-from seal_hub.rollout.backend import Generation, GenerationBackend, GenerationRequest, SamplingConfig
-from seal_hub.rollout.engine import PolicyInfo, RolloutConfig, RolloutEngine, TemplateError
-from seal_hub.rollout.hf_backend import HFBackend
-from seal_hub.rollout.records import FEATURES, Trajectory, read_trajectories, write_trajectories
-from seal_hub.rollout.reference import SequentialBackend
+The names below are imported on first use, so ``seal_hub.rollout.hf_backend`` (the batched backend: torch and
+transformers only) imports where the engine's and the records' dependencies (bfcl-eval, datasets, pyarrow,
+pydantic) are not installed, as `benchmarks/gpu_check.py` needs on a bare GPU machine.
+"""
 
-__all__ = [
-    "FEATURES",
-    "Generation",
-    "GenerationBackend",
-    "GenerationRequest",
-    "HFBackend",
-    "PolicyInfo",
-    "RolloutConfig",
-    "RolloutEngine",
-    "SamplingConfig",
-    "SequentialBackend",
-    "TemplateError",
-    "Trajectory",
-    "read_trajectories",
-    "write_trajectories",
-]
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_LAZY = {
+    "Generation": "seal_hub.rollout.backend",
+    "GenerationBackend": "seal_hub.rollout.backend",
+    "GenerationRequest": "seal_hub.rollout.backend",
+    "SamplingConfig": "seal_hub.rollout.backend",
+    "PolicyInfo": "seal_hub.rollout.engine",
+    "RolloutConfig": "seal_hub.rollout.engine",
+    "RolloutEngine": "seal_hub.rollout.engine",
+    "TemplateError": "seal_hub.rollout.engine",
+    "HFBackend": "seal_hub.rollout.hf_backend",
+    "FEATURES": "seal_hub.rollout.records",
+    "Trajectory": "seal_hub.rollout.records",
+    "read_trajectories": "seal_hub.rollout.records",
+    "write_trajectories": "seal_hub.rollout.records",
+    "SequentialBackend": "seal_hub.rollout.reference",
+}
+__all__ = sorted(_LAZY)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'seal_hub.rollout' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_LAZY])
