@@ -34,9 +34,10 @@ import torch
 
 from seal_hub.rollout.backend import Generation, GenerationRequest, SamplingConfig
 from seal_hub.rollout.kv_rows import KVRows, PrefixStore, num_layers
+from seal_hub.rollout.rows_attention import rows_attention
 
 PREFILL_CHUNK = 512  # tokens per prefill forward: bounds the activations of a long prompt
-SWAP_AFTER = 8  # a finished row leaves the decode batch (a row swap) only when at least this many steps remain
+SWAP_AFTER = 1  # a finished row leaves the decode batch (a row swap, which copies nothing) while steps remain
 
 
 class HFBackend:
@@ -89,6 +90,7 @@ class HFBackend:
             past_key_values=cache,
             use_cache=True,
             logits_to_keep=1,  # only the last position's logits are ever used
+            kv_rows=self.rows,  # read by the per-row decode attention (rows_attention)
         )
         return out.logits[:, -1, :].float()
 
@@ -158,7 +160,8 @@ class HFBackend:
         was_training = self.model.training
         self.model.eval()
         try:
-            return self._generate(requests, sampling)
+            with rows_attention(self.model):
+                return self._generate(requests, sampling)
         finally:
             self.model.train(was_training)
 
