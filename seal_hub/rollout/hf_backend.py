@@ -3,22 +3,21 @@
 A BFCL prompt is mostly its system prompt and tool schemas (thousands of tokens, the same for every rollout of
 a task and every step of an episode), and an episode only ever appends to its token sequence. So:
 
-- every episode (session) owns one row of a per-layer buffer ``[rows, kv_heads, capacity, head_dim]``
+- every episode (session) owns one row of per-layer KV tensors sized to its own sequence
   (`seal_hub.rollout.kv_rows`); its tokens sit at row positions 0..n-1, which are also their true positions, so
-  no left padding is ever built: the decode batch is a view of the first rows, an attention mask hides each
-  row's unused tail, and each decoded token's KV is written in place at its row's end;
+  no left padding is ever built, and a decode step's attention runs per row over exactly its own positions
+  (`seal_hub.rollout.rows_attention`): a short episode never reserves the longest one's length;
 - the row is kept between the episode's steps, so a step only prefills the new environment tokens (in chunks,
   which bounds the activations a long prompt needs), and it is the only copy of that episode's KV;
 - a task's shared prefix is computed once: a new rollout copies it from a live row of the same task; when no
   live row holds it, from the prefix store, which keeps the prefixes of released episodes up to
   `max_prefix_bytes` (least recently used first out) and hands an entry over to the row that takes it;
-- the rows are laid out again (each layer in turn, so the transient is one layer) only when a call's episodes
-  differ from the previous call's: released rows leave, new ones arrive, rows are ordered as the requests;
-- a row that finishes early in the decode loop is swapped behind the live rows when enough steps remain,
-  otherwise it rides along without its outputs being used (and without touching its cached tokens).
+- rows are ordered as the requests without copying anything (they are objects that own their tensors); a row is
+  re-allocated (one layer at a time) only when its sequence outgrows its capacity;
+- a row that finishes early in the decode loop is swapped behind the live rows (no copy).
 
-What a row cannot share: rollouts of one task each hold their own copy of the prefix, since a batched attention
-call needs each row's keys in one tensor (sharing would need paged attention). Sampling and greedy decoding are
+What a row does not share: rollouts of one task each hold their own copy of the prefix (sharing it would need an
+attention over two key blocks merged by their log-sum-exp, not done here). Sampling and greedy decoding are
 the reference backend's (`reference.py`), token for token under greedy decoding.
 
 `timings` accumulates where generation time goes (prefill forwards, decode forwards, cache work, sampling) for
