@@ -26,6 +26,7 @@ layers see the whole row), and linear attention / state-space layers (their mode
 
 from __future__ import annotations
 
+import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
@@ -34,6 +35,7 @@ from transformers.cache_utils import Cache, CacheLayerMixin
 
 CAPACITY_STEP = 128  # a row's capacity grows in steps of this many positions
 SHRINK_SLACK = 4 * CAPACITY_STEP  # a row this much larger than it needs is re-allocated smaller
+BLOCK_BYTES = 40 * 2**20  # a row's KV is allocated in blocks of layers of at least this size (see `_allocate`)
 LayerKV = tuple[torch.Tensor, torch.Tensor]  # keys, values shaped [1, kv_heads, tokens, head_dim]
 
 
@@ -169,11 +171,13 @@ class DecodeStep:
 
 class _DecodeLayer(_Layer):
     def update(self, key_states: torch.Tensor, value_states: torch.Tensor, *args, **kwargs):
+        start = time.perf_counter()
         step, layer = self.rows.step, self.index
         for i, (row, position) in enumerate(zip(step.rows, step.positions, strict=True)):
             keys, values = self.rows.tensors(row, layer, key_states, value_states)
             keys[0, :, position] = key_states[i, :, 0]
             values[0, :, position] = value_states[i, :, 0]
+        self.rows.write_seconds += time.perf_counter() - start
         return key_states, value_states  # the rows' attention reads the rows themselves (rows_attention)
 
     def get_seq_length(self) -> int:
@@ -191,6 +195,7 @@ class KVRows:
         self.rows: list[_Row] = []
         self.resizes = 0  # how often a row was re-allocated (each copies that row's cached positions once)
         self.swaps = 0  # rows swapped out of a decode batch when they finished early
+        self.write_seconds = 0.0  # decode steps' KV writes, which run inside the model's forward
         self.step = DecodeStep()
         self._decode = _RowsCache([_DecodeLayer(self, i) for i in range(num_layers)])
 
@@ -201,9 +206,30 @@ class KVRows:
         if not row.keys:
             row.keys, row.values = [None] * self.num_layers, [None] * self.num_layers
         if row.keys[layer] is None:
-            row.keys[layer] = like_keys.new_empty((1, like_keys.shape[1], row.capacity, like_keys.shape[-1]))
-            row.values[layer] = like_values.new_empty((1, like_values.shape[1], row.capacity, like_values.shape[-1]))
+            shape = (like_keys.shape[1], row.capacity, like_keys.shape[-1])
+            if like_values.shape[1] != shape[0] or like_values.shape[-1] != shape[2]:  # keys and values differ
+                row.keys[layer] = like_keys.new_empty((1, *shape))
+                row.values[layer] = like_values.new_empty((1, shape[0], row.capacity, like_values.shape[-1]))
+            else:
+                self._allocate(row, layer, like_keys, shape)
         return row.keys[layer], row.values[layer]
+
+    def _allocate(self, row: _Row, first: int, like: torch.Tensor, shape: tuple[int, int, int]) -> None:
+        """One block for the keys and values of `first` and the next unallocated layers, `BLOCK_BYTES` or more
+        (all layers when the row is small): blocks that large are mapped and unmapped whole by the allocator, so a
+        row that grows or leaves gives its memory back instead of leaving holes between other rows' tensors."""
+        per_layer = 2 * shape[0] * shape[1] * shape[2] * like.element_size()
+        blocks = max(1, self.num_layers * per_layer // BLOCK_BYTES)  # equal blocks of at least BLOCK_BYTES each
+        count = 1
+        while (
+            count < -(-self.num_layers // blocks)
+            and first + count < self.num_layers
+            and row.keys[first + count] is None
+        ):
+            count += 1
+        block = like.new_empty((count, 2, *shape))
+        for i in range(count):
+            row.keys[first + i], row.values[first + i] = block[i, 0:1], block[i, 1:2]
 
     def _fit(self, row: _Row, need: int, keep: int) -> None:
         """Room for `need` positions: grown when short, shrunk when far larger (an adopted row that was longer)."""
@@ -215,18 +241,21 @@ class KVRows:
             self._resize(row, _rounded(capacity), keep)
 
     def _resize(self, row: _Row, capacity: int, keep: int) -> None:
-        """Re-allocate `row` with `capacity` positions, keeping its first `keep` (one layer at a time)."""
+        """Re-allocate `row` with `capacity` positions, keeping its first `keep` (one block of layers at a time)."""
         row.capacity = capacity
         if not any(t is not None for t in row.keys):
             return
-        for store in (row.keys, row.values):
-            for layer, old in enumerate(store):
-                if old is None:
-                    continue
-                fresh = old.new_empty((1, old.shape[1], row.capacity, old.shape[3]))
-                fresh[:, :, :keep] = old[:, :, :keep]
-                store[layer] = fresh
-                del old
+        old_keys, old_values = row.keys, row.values
+        row.keys, row.values = [None] * self.num_layers, [None] * self.num_layers
+        for layer in range(self.num_layers):
+            keys, values = old_keys[layer], old_values[layer]
+            if keys is None:
+                continue
+            own_keys, own_values = self.tensors(row, layer, keys, values)
+            own_keys[:, :, :keep] = keys[:, :, :keep]
+            own_values[:, :, :keep] = values[:, :, :keep]
+            old_keys[layer] = old_values[layer] = None  # the old block goes once its last layer is copied
+            del keys, values
         self.resizes += 1
 
     @property
