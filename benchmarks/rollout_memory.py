@@ -5,7 +5,9 @@ rollouts: 2 x 2 and 4 x 4), each case in a fresh subprocess so one case's alloca
 another's, and measures:
 
 - peak memory above the loaded model: on CPU the process's peak resident set size during the rollouts minus
-  the resident size right after loading (Linux: the kernel's high-water mark ``VmHWM``, reset after loading
+  the resident size once the model is loaded and resident (one 4-token forward first: `from_pretrained` maps the
+  safetensors file lazily, so the first forward pages the weights in, about 0.5 GB for the demo model, which is
+  the model's memory, not the episodes') (Linux: the kernel's high-water mark ``VmHWM``, reset after loading
   through ``/proc/self/clear_refs``; elsewhere a 2 ms sampling thread); on CUDA
   ``torch.cuda.max_memory_allocated`` minus the allocated bytes after loading;
 - the KV bytes the episodes need: layers x 2 x kv_heads x head_dim x dtype bytes x tokens held, where tokens
@@ -176,6 +178,8 @@ def child(args: argparse.Namespace) -> None:
         print(RESULT + json.dumps({"exceeded": True, "peak_bytes": peak, "tokens_held": held["peak"]}), flush=True)
         os._exit(0)
 
+    with torch.inference_mode():  # the loaded model is resident: its weights are paged in before the baseline
+        model(input_ids=torch.tensor([[tokenizer.pad_token_id or 0] * 4], device=device))
     limit = int(args.rss_limit_gb * 2**30) if args.rss_limit_gb else None
     meter = PeakMemory(device, limit, exceeded)
     meter.start()

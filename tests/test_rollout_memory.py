@@ -115,3 +115,45 @@ def test_bad_arguments_fail_with_a_clear_message(tiny):
     backend = HFBackend(tiny, [1])
     with pytest.raises(ValueError, match="same session"):
         backend.generate([GenerationRequest("s", (5, 6)), GenerationRequest("s", (7, 8))], GREEDY)
+
+
+def test_each_row_reserves_its_own_length_and_grows_past_it_exactly(tiny):
+    from seal_hub.rollout.kv_rows import CAPACITY_STEP
+
+    short, long = tokens(20, 10), tokens(21, 4 * CAPACITY_STEP)
+    requests = [GenerationRequest("short", short), GenerationRequest("long", long)]
+    sampling = SamplingConfig(temperature=0, max_new_tokens=2 * CAPACITY_STEP + 10)  # past what a layout reserves
+    backend = HFBackend(tiny, [-1])  # no end-of-turn token: every row decodes its whole budget
+    assert_same(backend.generate(requests, sampling), reference(tiny, requests, sampling, eos=(-1,)))
+    rows = {row.session: row for row in backend.rows.rows}
+    assert rows["short"].capacity < len(long) <= rows["long"].capacity
+    assert rows["short"].keys[0].shape[2] == rows["short"].capacity  # the short row's tensors are its own size
+    assert backend.rows.resizes >= 2  # both rows grew while decoding
+
+
+def test_the_models_attention_is_restored_after_generating_even_on_error(tiny):
+    original = tiny.config._attn_implementation
+    backend = HFBackend(tiny, [1])
+    backend.generate([GenerationRequest("a", tokens(30, 12))], GREEDY)
+    assert tiny.config._attn_implementation == original
+    with pytest.raises(ValueError, match="empty prompt"):
+        backend.generate([GenerationRequest("b", ())], GREEDY)
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("forward failed")
+
+    backend._forward = broken
+    with pytest.raises(RuntimeError, match="forward failed"):
+        backend.generate([GenerationRequest("c", tokens(31, 12))], GREEDY)
+    assert tiny.config._attn_implementation == original
+
+
+def test_rollouts_of_one_task_share_the_prompt_at_their_first_step(tiny):
+    """G rollouts start with the same whole prompt as their prefix: one row prefills it (all but its last token,
+    which is the decode loop's first input), the others copy it, and every output stays the reference's."""
+    prompt = tokens(3, 37)
+    requests = [GenerationRequest(f"g{i}", prompt, len(prompt)) for i in range(4)]
+    backend = HFBackend(tiny, [1])
+    assert_same(backend.generate(requests, GREEDY), reference(tiny, requests, GREEDY))
+    assert backend.prefilled_tokens == len(prompt) - 1
+    assert backend.reused_tokens == 3 * (len(prompt) - 1)

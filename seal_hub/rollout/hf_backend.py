@@ -3,24 +3,23 @@
 A BFCL prompt is mostly its system prompt and tool schemas (thousands of tokens, the same for every rollout of
 a task and every step of an episode), and an episode only ever appends to its token sequence. So:
 
-- every episode (session) owns one row of a per-layer buffer ``[rows, kv_heads, capacity, head_dim]``
+- every episode (session) owns one row of per-layer KV tensors sized to its own sequence
   (`seal_hub.rollout.kv_rows`); its tokens sit at row positions 0..n-1, which are also their true positions, so
-  no left padding is ever built: the decode batch is a view of the first rows, an attention mask hides each
-  row's unused tail, and each decoded token's KV is written in place at its row's end;
+  no left padding is ever built, and a decode step's attention runs per row over exactly its own positions
+  (`seal_hub.rollout.rows_attention`): a short episode never reserves the longest one's length;
 - the row is kept between the episode's steps, so a step only prefills the new environment tokens (in chunks,
   which bounds the activations a long prompt needs), and it is the only copy of that episode's KV;
 - a task's shared prefix is computed once: a new rollout copies it from a live row of the same task; when no
   live row holds it, from the prefix store, which keeps the prefixes of released episodes up to
   `max_prefix_bytes` (least recently used first out) and hands an entry over to the row that takes it;
-- the rows are laid out again (each layer in turn, so the transient is one layer) only when a call's episodes
-  differ from the previous call's: released rows leave, new ones arrive, rows are ordered as the requests;
-- a row that finishes early in the decode loop is swapped behind the live rows when enough steps remain,
-  otherwise it rides along without its outputs being used (and without touching its cached tokens).
+- rows are ordered as the requests without copying anything (they are objects that own their tensors); a row is
+  re-allocated (one layer at a time) only when its sequence outgrows its capacity;
+- a row that finishes early in the decode loop is swapped behind the live rows (no copy).
 
-What a row cannot share: rollouts of one task each hold their own copy of the prefix, since a batched attention
-call needs each row's keys in one tensor (sharing would need paged attention). Sampling goes through
-transformers' own logits warpers in `model.generate`'s order (`sampling.py`), so it draws from the distribution
-the reference backend (`reference.py`) draws from; greedy decoding matches it token for token.
+What a row does not share: rollouts of one task each hold their own copy of the prefix (sharing it would need an
+attention over two key blocks merged by their log-sum-exp, not done here). Sampling goes through transformers'
+own logits warpers in `model.generate`'s order (`sampling.py`), so it draws from the distribution the reference
+backend (`reference.py`) draws from; greedy decoding matches it token for token.
 
 With `synced` (several ranks whose forwards are collectives, `seal_hub.rollout.synced`), every forward first joins
 the ranks' "any work left" all-reduce, and `finish` runs dummy forwards until every rank's rollouts are done.
@@ -38,11 +37,12 @@ import torch
 
 from seal_hub.rollout.backend import Generation, GenerationRequest, SamplingConfig
 from seal_hub.rollout.kv_rows import KVRows, PrefixStore, num_layers
+from seal_hub.rollout.rows_attention import rows_attention
 from seal_hub.rollout.sampling import Sampler
 from seal_hub.rollout.synced import SyncedSteps
 
 PREFILL_CHUNK = 512  # tokens per prefill forward: bounds the activations of a long prompt
-SWAP_AFTER = 8  # a finished row leaves the decode batch (a row swap) only when at least this many steps remain
+SWAP_AFTER = 1  # a finished row leaves the decode batch (a row swap, which copies nothing) while steps remain
 
 
 class HFBackend:
@@ -112,6 +112,7 @@ class HFBackend:
             past_key_values=cache,
             use_cache=True,
             logits_to_keep=1,  # only the last position's logits are ever used
+            kv_rows=self.rows,  # read by the per-row decode attention (rows_attention)
         )
         return out.logits[:, -1, :].float()
 
@@ -130,9 +131,7 @@ class HFBackend:
         """Rows 0..n-1 hold the requests' sequences (all but their last token), ready for the decode loop."""
         start = time.perf_counter()
         targets = [r.token_ids[:-1] for r in requests]
-        prefixes = [
-            r.token_ids[: r.prefix_length] if 0 < r.prefix_length <= len(r.token_ids) else () for r in requests
-        ]
+        prefixes = [_shareable_prefix(r) for r in requests]
         kept = self.rows.layout([r.session for r in requests], targets, prefixes, room, self.prefixes)
         self.timings["layout"] += time.perf_counter() - start
         for row, (request, target, prefix) in enumerate(zip(requests, targets, prefixes, strict=True)):
@@ -163,7 +162,8 @@ class HFBackend:
         was_training = self.model.training
         self.model.eval()
         try:
-            return self._generate(requests, sampling)
+            with rows_attention(self.model):
+                return self._generate(requests, sampling)
         finally:
             self.model.train(was_training)
 
@@ -229,3 +229,11 @@ class HFBackend:
             covered = requests[index].token_ids + tuple(generated[index][:-1])
             self.rows.set_ids(row, covered, requests[index].prefix_length)
         return [Generation(tuple(generated[i]), tuple(logprobs[i]), finished[i]) for i in range(n)]
+
+
+def _shareable_prefix(request: GenerationRequest) -> tuple[int, ...]:
+    """The task prefix another row can lend `request`. A row holds all but its sequence's last token, so at an
+    episode's first step (prefix = the whole prompt) that is the prompt less its last token."""
+    if not 0 < request.prefix_length <= len(request.token_ids):
+        return ()
+    return request.token_ids[: min(request.prefix_length, len(request.token_ids) - 1)]
