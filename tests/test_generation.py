@@ -342,3 +342,20 @@ def test_library_configs_default_to_the_inferred_style(tmp_path):
         SealConfig(**base, parser_style="xml")
     with pytest.raises(ValueError, match="repetition_penalty are not applied"):
         SealConfig(**base, repetition_penalty=1.1)
+
+
+def test_two_calls_in_one_step_under_a_one_call_template(suite, llama):
+    """Llama-3.1's template refuses an assistant message with two calls; the episode goes on: both calls run, the
+    step's text is shown to the template as the model wrote it, and the trajectory records both calls."""
+    _, llama_tok = llama
+    task = suite.select(["multi_turn_base_0"])
+    calls = [ToolCall(c.name, c.arguments) for c in suite.task("multi_turn_base_0").ground_truth[0][:2]]
+    assert len(calls) == 2
+    two = format_tool_calls(calls, "llama3")
+    script = lambda session, step, request: two if step == 0 else "Done."  # noqa: E731
+    engine = RolloutEngine(ScriptedBackend(llama_tok, script), llama_tok, suite, RolloutConfig(), PolicyInfo("t"))
+    [trajectory] = engine.run(task)
+    first = trajectory.turns[0].steps[0]
+    assert [c.name for c in first.tool_calls] == [c.name for c in calls]
+    assert len(first.results) == 2 and all(r.executed for r in first.results)
+    assert len(trajectory.turns[0].steps) == 2  # the model was asked again after the two results

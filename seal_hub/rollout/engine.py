@@ -10,7 +10,8 @@ render while the sampled tokens stay exactly as sampled. A generation may end on
 as well as ``<|eot_id|>``); that token stays where the template would have put its end-of-turn. Tools revealed
 at a later turn (miss_func) are listed in that turn's user message, as BFCL's prompting protocol does, which
 keeps the sequence append-only (re-rendering the system prompt would change tokens the earlier steps were
-conditioned on).
+conditioned on). A step with more calls than the template takes in one message (Llama-3.1's takes one) is
+given to the template as the text the model wrote, so the episode goes on and every call still runs.
 
 Per step, every live episode that waits for the model goes into one `GenerationBackend.generate` call; its
 output is parsed into tool calls (`seal_hub.toolcalls`, in the style the chat template teaches unless
@@ -34,6 +35,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import jinja2
 from tqdm.auto import tqdm
 
 from seal_hub.envs.bfcl import EpisodeConfig
@@ -166,6 +168,7 @@ class _Live:
         observation = self.episode.reset()
         self.interface = engine.interface  # fixed for the whole episode, even if the engine's changes meanwhile
         self.messages, self.tools = first_messages(self.interface, observation)
+        self.shown = list(self.messages)  # what the chat template renders (`_shown_step`); `messages` is the record
         self.ids = engine.renderer.encode(engine.renderer.text(self.messages, self.tools, generation_prompt=True))
         self.prompt_length = len(self.ids)
         self.mask = [0] * len(self.ids)
@@ -174,6 +177,18 @@ class _Live:
         self.truncation: str | None = None
         self.done = False
         self._check_room()
+
+    def _shown_step(self, message: dict[str, Any], text: str) -> dict[str, Any]:
+        """The policy's step as the template is given it: with its parsed calls, or, where the template refuses
+        them (Llama-3.1's takes one call per message), as the text the model wrote. Its tokens are the model's own
+        either way; the template only renders what follows them."""
+        if len(message.get("tool_calls", ())) < 2:
+            return message
+        try:
+            self.engine.renderer.text(self.shown + [message], self.tools, generation_prompt=False)
+        except jinja2.TemplateError:
+            return {"role": "assistant", "content": text}
+        return message
 
     def _check_room(self, incoming: int = 0) -> bool:
         """Whether `incoming` more tokens leave room to generate one; if not, the episode ends (context_limit)."""
@@ -197,7 +212,8 @@ class _Live:
         said = generation.token_ids[:-1] if generation.finished else generation.token_ids
         text = self.engine.tokenizer.decode(list(said), skip_special_tokens=False)
         action = self.engine.parser.parse(text)
-        before = self.messages + [assistant_message(action)]
+        mine = assistant_message(action)
+        before = self.messages + [mine]
         start = time.perf_counter()
         step = self.episode.step(action)
         self.environment_seconds += time.perf_counter() - start
@@ -214,14 +230,17 @@ class _Live:
                 finished=generation.finished,
             )
         )
-        self.messages = before + observation_messages(self.interface, self.tools, step.observation)
+        added = observation_messages(self.interface, self.tools, step.observation)
+        self.messages = before + added
+        shown_before = self.shown + [self._shown_step(mine, text)]
+        self.shown = shown_before + added
         if step.done:
             self.done = True
             self.truncation = "step_limit" if step.truncated else None
             return
         if step.observation.messages:
             self.turns.append([])
-        text = renderer.continuation(before, self.messages, self.tools, closed=generation.finished)
+        text = renderer.continuation(shown_before, self.shown, self.tools, closed=generation.finished)
         env_ids = renderer.encode(text)
         if self._check_room(len(env_ids)):
             self.ids += env_ids
