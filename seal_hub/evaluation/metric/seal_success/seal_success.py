@@ -30,8 +30,9 @@ Examples:
 """
 
 _CITATION = """\
-@article{seal2026,
+@article{hu2026seal,
   title={SEAL: Synergistic Co-Evolution of Agents and Learning Environments},
+  author={Yihao Hu and Zhihao Wen and Xiujin Liu and Pan Wang and Xin Zhang and Wei Wu},
   journal={arXiv preprint arXiv:2605.24426},
   year={2026}
 }
