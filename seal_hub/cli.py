@@ -14,8 +14,8 @@ import sys
 from collections.abc import Sequence
 
 from seal_hub.console import quiet_library_notices
+from seal_hub.toolcalls import STYLES as PARSER_STYLES
 
-PARSER_STYLES = ["hermes", "llama3", "pythonic"]  # the tool-call formats of seal_hub.toolcalls
 PARSER_HELP = "tool-call format (default: the one the chat template writes)"
 
 

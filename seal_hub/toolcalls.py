@@ -48,6 +48,21 @@ from typing import Any
 from seal_hub.envs.protocol import Action, ParseError, ToolCall
 
 STYLES = ("hermes", "llama3", "pythonic")
+
+
+class ToolStyleError(ValueError):
+    """A tool-call style that is unknown, cannot be inferred, or contradicts the chat template (one line)."""
+
+
+def check_style(style: str | None) -> None:
+    """`style` is one of `STYLES`, or None (inferred from the chat template: `seal_hub.models.tool_style`)."""
+    if style is not None and style not in STYLES:
+        raise ToolStyleError(
+            f"parser_style={style!r} is unknown: parser_style must be one of {', '.join(STYLES)}, or None (inferred "
+            "from the chat template)"
+        )
+
+
 DEFAULT_MAX_CHARS = 200_000
 DEFAULT_MAX_CALLS = 256
 # Every `ParseError.kind` this module produces (the diagnosis maps them to labels).

@@ -89,7 +89,7 @@ from seal_hub.run_records import (
     write_run_config,
 )
 from seal_hub.snapshot_store import SnapshotStore
-from seal_hub.toolcalls import STYLES
+from seal_hub.toolcalls import check_style
 
 if TYPE_CHECKING:
     from seal_hub.hub import PublishConfig
@@ -181,11 +181,7 @@ class SealConfig(GRPOConfig, EvolveSettings):
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         if self.max_steps_per_episode is not None and self.max_steps_per_episode < 1:
             raise ValueError(f"max_steps_per_episode must be >= 1 (unset: no cap), got {self.max_steps_per_episode}")
-        if self.parser_style is not None and self.parser_style not in STYLES:
-            raise ValueError(
-                f"parser_style={self.parser_style!r}: use one of {', '.join(STYLES)}, or leave it unset (inferred "
-                "from the chat template)"
-            )
+        check_style(self.parser_style)
         if self.min_p is not None or self.repetition_penalty != 1.0:
             raise ValueError(
                 "min_p and repetition_penalty are not applied by SEAL's rollout engine (it samples with temperature, "

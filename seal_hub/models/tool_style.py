@@ -36,7 +36,7 @@ from typing import Any
 
 from seal_hub.envs.protocol import ToolCall
 from seal_hub.models.end_tokens import template_end_of_turn
-from seal_hub.toolcalls import STYLES, format_tool_calls, parse_tool_calls
+from seal_hub.toolcalls import STYLES, ToolStyleError, check_style, format_tool_calls, parse_tool_calls
 
 PROBE_CALL = ToolCall(name="seal_style_probe", arguments={"city": "Paris", "days": 3})
 PROBE_TOOL = {
@@ -52,10 +52,6 @@ PROBE_TOOL = {
     },
 }
 _PROBE_USER = "seal_style_probe_question"
-
-
-class ToolStyleError(ValueError):
-    """The tool-call style cannot be inferred, or the given one contradicts the chat template."""
 
 
 @dataclass(frozen=True)
@@ -155,9 +151,8 @@ def infer_tool_style(tokenizer) -> StyleInference:
 def resolve_tool_style(tokenizer, requested: str | None) -> str:
     """The parser style to use: `requested` if the template agrees (or teaches none), else the inferred one for
     None; a contradiction or an impossible inference raises `ToolStyleError` (one line)."""
+    check_style(requested)
     choices = ", ".join(STYLES)
-    if requested is not None and requested not in STYLES:
-        raise ToolStyleError(f"parser_style={requested!r} is unknown; use one of {choices}, or None to infer it")
     inference = infer_tool_style(tokenizer)
     if inference.style is not None:
         if requested is not None and requested != inference.style:

@@ -55,7 +55,7 @@ from seal_hub.rollout.records import (
     TurnRecord,
     VerdictRecord,
 )
-from seal_hub.toolcalls import STYLES, ToolCallParser
+from seal_hub.toolcalls import ToolCallParser, check_style
 
 
 class TemplateError(ValueError):
@@ -78,10 +78,7 @@ class RolloutConfig:
         for name in ("num_generations", "max_live_episodes", "max_context_tokens"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
-        if self.parser_style is not None and self.parser_style not in STYLES:
-            raise ValueError(
-                f"parser_style must be one of {', '.join(STYLES)} or None (inferred), got {self.parser_style!r}"
-            )
+        check_style(self.parser_style)
 
 
 @dataclass(frozen=True)
