@@ -4,7 +4,8 @@
     python benchmarks/gpu_check.py --dry-run    # CPU, tiny shapes, the same code path (what the tests run)
 
 No network and no downloaded weights: each model is built from its architecture's public config (the
-``config.json`` values of Qwen/Qwen2.5-3B-Instruct and Qwen/Qwen2.5-7B-Instruct, inlined below) with random
+``config.json`` values of Qwen/Qwen2.5-3B-Instruct and Qwen/Qwen2.5-7B-Instruct, shipped in the package's
+``seal_hub/estimate/data/backbones.json`` with the memory estimate's shapes) with random
 bf16 weights allocated directly on the GPU. For each model it measures, with the GPU's peak allocated memory
 (`torch.cuda.max_memory_allocated`, reset before each part, so it includes the weights):
 
@@ -40,6 +41,7 @@ import argparse
 import gc
 import importlib
 import importlib.util
+import json
 import math
 import os
 import sys
@@ -56,55 +58,9 @@ if importlib.util.find_spec("seal_hub") is None:  # run from a checkout without 
 
 import torch  # noqa: E402  (transformers, peft and seal_hub are imported where used: `--help` answers at once)
 
-# config.json of Qwen/Qwen2.5-3B-Instruct and Qwen/Qwen2.5-7B-Instruct (public); 7B's vocabulary is 152064
-QWEN25 = {
-    "Qwen2.5-3B": {
-        "architectures": ["Qwen2ForCausalLM"],
-        "attention_dropout": 0.0,
-        "bos_token_id": 151643,
-        "eos_token_id": 151645,
-        "hidden_act": "silu",
-        "hidden_size": 2048,
-        "initializer_range": 0.02,
-        "intermediate_size": 11008,
-        "max_position_embeddings": 32768,
-        "max_window_layers": 70,
-        "model_type": "qwen2",
-        "num_attention_heads": 16,
-        "num_hidden_layers": 36,
-        "num_key_value_heads": 2,
-        "rms_norm_eps": 1e-06,
-        "rope_theta": 1000000.0,
-        "sliding_window": 32768,
-        "tie_word_embeddings": True,
-        "use_cache": True,
-        "use_sliding_window": False,
-        "vocab_size": 151936,
-    },
-    "Qwen2.5-7B": {
-        "architectures": ["Qwen2ForCausalLM"],
-        "attention_dropout": 0.0,
-        "bos_token_id": 151643,
-        "eos_token_id": 151645,
-        "hidden_act": "silu",
-        "hidden_size": 3584,
-        "initializer_range": 0.02,
-        "intermediate_size": 18944,
-        "max_position_embeddings": 32768,
-        "max_window_layers": 28,
-        "model_type": "qwen2",
-        "num_attention_heads": 28,
-        "num_hidden_layers": 28,
-        "num_key_value_heads": 4,
-        "rms_norm_eps": 1e-06,
-        "rope_theta": 1000000.0,
-        "sliding_window": 131072,
-        "tie_word_embeddings": False,
-        "use_cache": True,
-        "use_sliding_window": False,
-        "vocab_size": 152064,
-    },
-}
+# the checked architectures: their config.json fields ship with the package (seal_hub/estimate/data/backbones.json,
+# read as a file so that no seal_hub module, and none of TRL or datasets, is imported for them)
+QWEN25 = {"Qwen2.5-3B": "Qwen/Qwen2.5-3B-Instruct", "Qwen2.5-7B": "Qwen/Qwen2.5-7B-Instruct"}
 # the dry run's stand-in: same architecture and code path, tiny sizes (vocabulary above the tiny tokenizer's ids)
 DRY_SIZES = {
     "hidden_size": 64,
@@ -221,8 +177,10 @@ def sync(device: str) -> None:
 def model_config(name: str, dry: bool):
     from transformers import Qwen2Config
 
-    values = dict(QWEN25[name], **(DRY_SIZES if dry else {}))
-    return Qwen2Config.from_dict(values)
+    package = Path(importlib.util.find_spec("seal_hub").origin).parent
+    entry = json.loads((package / "estimate" / "data" / "backbones.json").read_text())[QWEN25[name]]
+    values = {k: v for k, v in entry.items() if k not in ("source", "torch_dtype")}
+    return Qwen2Config.from_dict(dict(values, **(DRY_SIZES if dry else {})))
 
 
 def build_model(name: str, check: Check):
