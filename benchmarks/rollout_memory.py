@@ -43,26 +43,13 @@ RESULT = "RESULT "
 
 
 def smollm2_135m_config():
-    """SmolLM2-135M's architecture (its published config.json), with random weights to come."""
+    """SmolLM2-135M's architecture (its published config.json, shipped with the package), random weights to come."""
     from transformers import LlamaConfig
 
-    return LlamaConfig(
-        vocab_size=49152,
-        hidden_size=576,
-        intermediate_size=1536,
-        num_hidden_layers=30,
-        num_attention_heads=9,
-        num_key_value_heads=3,
-        head_dim=64,
-        max_position_embeddings=8192,
-        rms_norm_eps=1e-5,
-        rope_theta=100000.0,
-        tie_word_embeddings=True,
-        hidden_act="silu",
-        bos_token_id=1,
-        eos_token_id=2,
-        pad_token_id=2,
-    )
+    from seal_hub.estimate.shapes import shipped_backbones
+
+    entry = shipped_backbones()["HuggingFaceTB/SmolLM2-135M-Instruct"]
+    return LlamaConfig.from_dict({k: v for k, v in entry.items() if k not in ("source", "torch_dtype")})
 
 
 def load(kind: str, device: str):
