@@ -217,7 +217,7 @@ def seal_step(name: str, check: Check) -> str:
 
     from seal_hub.envs.bfcl import BfclSuite
     from seal_hub.models.tiny import train_tokenizer
-    from seal_hub.trainer import SealConfig, SealTrainer
+    from seal_hub.training import SealConfig, SealTrainer
 
     class StepTimer(TrainerCallback):
         seconds = 0.0

@@ -8,7 +8,7 @@ apart:
 - bookkeeping: time spent inside SEAL's own functions during the step (diagnosing every rollout, gathering
   across ranks, the rho update, rollout weights, interface evolution and its snapshot store, the iteration
   records, SEAL's logged metrics, and rendering prompts and tool results through the interface). Measured
-  directly: each of those functions is wrapped with a timer for the run (the names `seal_hub.trainer` calls
+  directly: each of those functions is wrapped with a timer for the run (the names `seal_hub.training.trainer` calls
   them by; nested calls count once), and a function that is never called stops the benchmark, so the figure
   cannot silently drop a part. Line `seal bookkeeping / step: X.X%` (median over SEAL's steps; goal <= 2%).
   Not timed: the reweighting multiply inside `_generate_and_score_completions` (one tensor product).
@@ -45,14 +45,14 @@ from transformers import TrainerCallback
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 
-import seal_hub.trainer as trainer_module  # noqa: E402
+import seal_hub.training.trainer as trainer_module  # noqa: E402
 from seal_hub.diagnosis import RolloutDiagnosis  # noqa: E402
 from seal_hub.envs.bfcl import BfclSuite  # noqa: E402
 from seal_hub.evolve import RhoWindow  # noqa: E402
 from seal_hub.interface import InterfaceSnapshot  # noqa: E402
 from seal_hub.models import PolicyConfig, build_tiny_model, load_policy, lora_config  # noqa: E402
 from seal_hub.rollout import RolloutEngine  # noqa: E402
-from seal_hub.trainer import SealConfig, SealTrainer  # noqa: E402
+from seal_hub.training import SealConfig, SealTrainer  # noqa: E402
 
 # SEAL's bookkeeping inside a step: (owner, attribute, component). Module functions are wrapped where the
 # trainer looks them up; methods on their class.

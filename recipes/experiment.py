@@ -38,7 +38,7 @@ from seal_hub.hub.sources import SourceError
 from seal_hub.interface import InterfaceError
 from seal_hub.models import PolicyConfig
 from seal_hub.scripts import seal
-from seal_hub.trainer import SealConfig
+from seal_hub.training import SealConfig
 
 
 def resolve_model(name: str) -> str:

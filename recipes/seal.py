@@ -10,7 +10,7 @@ whose docstring lists every option. Launch (the CPU demo is the default when no 
     accelerate launch --config_file recipes/accelerate/zero3.yaml recipes/seal.py \
         --config recipes/configs/paper_full_ft.yaml
 
-Arguments: `SealScriptArguments`, `seal_hub.trainer.SealConfig` (TRL's GRPOConfig plus SEAL's fields) and
+Arguments: `SealScriptArguments`, `seal_hub.training.trainer.SealConfig` (TRL's GRPOConfig plus SEAL's fields) and
 `seal_hub.models.PolicyConfig` (TRL's ModelConfig); YAML keys and flags are the field names.
 """
 

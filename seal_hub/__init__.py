@@ -1,7 +1,7 @@
 """seal_hub: SEAL (co-evolving agents and learning environments) for LLM tool use, on TRL and the Hub.
 
-Training: `SealConfig` (TRL's GRPOConfig plus SEAL's fields) and `SealTrainer` (`seal_hub.trainer`) on a suite's
-tasks, e.g. `BfclSuite` (`seal_hub.envs.bfcl`); the packaged script runs them end to end (`seal-hub train`,
+Training: `SealConfig` (TRL's GRPOConfig plus SEAL's fields) and `SealTrainer` (`seal_hub.training`) on a
+suite's tasks, e.g. `BfclSuite` (`seal_hub.envs.bfcl`); the packaged script runs them end to end (`seal-hub train`,
 `seal_hub.scripts.seal`). Loading published artifacts by reference (`seal_hub.hub`):
 `load_interface("alice/run1-env@v3")`, `load_trajectories(ref)`, `load_adapter(ref)`; `load_environment(ref)`
 gives an environment to step with that interface applied (`seal_hub.environment`); `resolve_reference(ref, kind)`
@@ -22,8 +22,8 @@ except PackageNotFoundError:  # a checkout on sys.path that was never installed
     __version__ = "0+unknown"
 
 _LAZY = {
-    "SealConfig": "seal_hub.trainer",
-    "SealTrainer": "seal_hub.trainer",
+    "SealConfig": "seal_hub.training",
+    "SealTrainer": "seal_hub.training",
     "BfclSuite": "seal_hub.envs.bfcl",
     "load_interface": "seal_hub.hub.loading",
     "load_trajectories": "seal_hub.hub.loading",

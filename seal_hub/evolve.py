@@ -21,7 +21,7 @@ Two interface modes (`INTERFACE_MODES`): `released` is the paper's released run,
 (`starting_interface`) and nothing else evolved; `full` is the method as the paper's text describes it, all
 three components turned on and chosen from the diagnosis as training goes (`evolve_config_for`).
 
-Not covered: applying the weights to advantages (`seal_hub.trainer`, with `RolloutDiagnosis.weight`) and
+Not covered: applying the weights to advantages (`seal_hub.training.trainer`, with `RolloutDiagnosis.weight`) and
 publishing snapshots (`seal_hub.hub`).
 """
 

@@ -11,7 +11,7 @@ Points (each reached once per occurrence in the process that reaches it):
     rollout      a generation step's records are written, its optimizer step not yet taken
     update       advantages are computed, the loss and optimizer step not yet run
     checkpoint   a checkpoint's model, optimizer and RNG files are written, its trainer_state.json (which
-                 holds SEAL's loop state, `seal_hub.loop_state`) not yet
+                 holds SEAL's loop state, `seal_hub.training.loop_state`) not yet
     publish      a registry push wrote its git objects, its refs not yet moved (local registry)
     save         training ended, the final model not yet saved (the recipe)
 

@@ -8,7 +8,7 @@ Under a run's output directory:
     interfaces/v0.json, v1.json, ...              every interface version made (`SnapshotStore`)
     run_config.json                               the policy and SEAL's switches (what `seal-hub report` names)
     checkpoint-N/trainer_state.json               transformers' trainer state; its stateful_callbacks hold
-                                                  SEAL's loop state (`seal_hub.loop_state`): rho, its window,
+                                                  SEAL's loop state (`seal_hub.training.loop_state`): rho, its window,
                                                   the interface, the versions made so far
 
 Every file of ours is written atomically (temporary file, then rename). A run killed at any point and relaunched
@@ -37,7 +37,7 @@ from seal_hub.rollout.records import Trajectory, write_trajectories
 from seal_hub.snapshot_store import SnapshotStore
 
 TRAINER_STATE_FILE = "trainer_state.json"  # transformers' TRAINER_STATE_NAME
-# transformers keys a stateful callback's state by its class name: `seal_hub.loop_state.SealLoopState`
+# transformers keys a stateful callback's state by its class name: `seal_hub.training.loop_state.SealLoopState`
 STATE_CALLBACK = "SealLoopState"
 LEGACY_STATE_FILE = "seal_state.json"  # where seal_hub kept the loop state before it was a stateful callback
 RUN_CONFIG_FILE = "run_config.json"

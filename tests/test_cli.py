@@ -64,8 +64,12 @@ def test_console_script_runs_as_a_new_user_would():
 
 
 def test_rollout_and_verify_gt_default_to_the_paper_split():
-    from seal_hub.cli import _suite_tasks, build_parser
+    from seal_hub.cli import build_parser
     from seal_hub.envs.bfcl import paper_split, stratified_split
+    from seal_hub.envs.suite import suite_tasks
+
+    def _suite_tasks(args):
+        return suite_tasks(args.suite, args.split, args.split_file, seed=getattr(args, "seed", 0))
 
     paper = paper_split()
     parser = build_parser()
@@ -108,7 +112,7 @@ def test_cli_options_carry_the_recipe_field_names():
 
     from seal_hub.cli import build_parser
     from seal_hub.scripts.seal import SealScriptArguments
-    from seal_hub.trainer import SealConfig
+    from seal_hub.training import SealConfig
 
     recipe = {f.name for f in fields(SealConfig)} | {f.name for f in fields(SealScriptArguments)}
     commands = dict(_subcommands(build_parser()))

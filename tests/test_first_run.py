@@ -216,7 +216,9 @@ def test_library_notices_are_dropped_by_origin_category_and_text_only():
             logger.warning("some other bitsandbytes notice")  # same logger, another message: kept
             for module, text in LIBRARY_WARNINGS:
                 warnings.warn_explicit(text, FutureWarning, "x.py", 1, module=module)  # dropped
-                warnings.warn_explicit(text, FutureWarning, "x.py", 2, module="seal_hub.trainer")  # ours: kept
+                warnings.warn_explicit(
+                    text, FutureWarning, "x.py", 2, module="seal_hub.training.trainer"
+                )  # ours: kept
                 warnings.warn_explicit(text, UserWarning, "x.py", 3, module=module)  # another category: kept
                 warnings.warn_explicit("another " + text, FutureWarning, "x.py", 4, module=module)  # kept
     finally:

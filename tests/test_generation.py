@@ -330,8 +330,8 @@ def test_the_engine_parses_in_the_inferred_style_and_refuses_a_contradiction(sui
 
 def test_library_configs_default_to_the_inferred_style(tmp_path):
     from seal_hub.evaluation import EvalProtocol
-    from seal_hub.held_out import HeldOutSettings
-    from seal_hub.trainer import SealConfig
+    from seal_hub.training import SealConfig
+    from seal_hub.training.held_out import HeldOutSettings
 
     assert RolloutConfig().parser_style is None
     assert EvalProtocol().parser_style is None and EvalProtocol().rollout_config().parser_style is None

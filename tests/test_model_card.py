@@ -14,7 +14,7 @@ def test_the_card_trl_writes_names_seal_and_its_paper(tmp_path, suite):
 
     from seal_hub.models import build_tiny_model, load_policy
     from seal_hub.models.config import PolicyConfig
-    from seal_hub.trainer import SealConfig, SealTrainer
+    from seal_hub.training import SealConfig, SealTrainer
 
     model, tokenizer = load_policy(PolicyConfig(model_name_or_path=str(build_tiny_model(tmp_path / "tiny"))))
     args = SealConfig(

@@ -437,7 +437,7 @@ def test_place_for_inference_leaves_a_cpu_machine_alone(tiny_dir):
 
 @pytest.mark.gpu
 def test_cli_policies_generate_on_the_gpu(tiny_dir):
-    from seal_hub.cli import _policy
+    from seal_hub.models import load_for_inference
 
-    model, _, _ = _policy(str(tiny_dir))
+    model, _, _ = load_for_inference(str(tiny_dir))
     assert model.device.type == "cuda"

@@ -28,7 +28,7 @@ def parse(config: Path, *flags: str, gpu: bool = False, monkeypatch=None):
     from trl import TrlParser
 
     from seal_hub.models import PolicyConfig
-    from seal_hub.trainer import SealConfig
+    from seal_hub.training import SealConfig
 
     recipe = recipe_module()
     if gpu:  # everything the YAML says, but bf16 (which needs the GPU this machine lacks)
@@ -98,7 +98,7 @@ def test_bf16_on_a_cpu_is_refused_with_the_fix(monkeypatch, tmp_path):
 def test_each_config_builds_a_trainer_on_cpu(config, monkeypatch, tmp_path, suite):
     """The config's trainer settings with the tiny model in place of the GPU model (and no GPU-only parts)."""
     from seal_hub.models import build_tiny_model, load_policy, lora_config
-    from seal_hub.trainer import SealTrainer
+    from seal_hub.training import SealTrainer
 
     tiny = build_tiny_model(tmp_path / "tiny")
     flags = [
@@ -200,7 +200,7 @@ def test_every_evolution_threshold_is_a_recipe_flag_that_reaches_the_trainer(mon
 
     from seal_hub.evolve import EvolveConfig, EvolveSettings
     from seal_hub.models import build_tiny_model, load_policy
-    from seal_hub.trainer import SealTrainer
+    from seal_hub.training import SealTrainer
 
     assert set(EVOLVE_FLAGS) == {f.name for f in fields(EvolveSettings)}
     defaults = EvolveConfig()

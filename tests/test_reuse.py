@@ -314,7 +314,7 @@ def test_training_evolves_from_a_hub_version_and_load_environment_renders_the_sa
 ):
     from seal_hub.hub.hf import HubRegistry
     from seal_hub.models import PolicyConfig, load_policy
-    from seal_hub.trainer import SealConfig, SealTrainer
+    from seal_hub.training import SealConfig, SealTrainer
 
     with HubDouble(token=TOKEN) as double:
         _online(monkeypatch, double, tmp_path)

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from seal_hub.diagnosis import Label
-from seal_hub.held_out import held_out_tasks
+from seal_hub.training.held_out import held_out_tasks
 
 ROOT = Path(__file__).resolve().parents[1]
 PROJECT, RUN = "seal-hub-test", "tiny-trackio"
@@ -25,9 +25,9 @@ TRAIN = """
 import sys
 from pathlib import Path
 from seal_hub.envs.bfcl import BfclSuite, stratified_split
-from seal_hub.held_out import held_out_tasks
+from seal_hub.training.held_out import held_out_tasks
 from seal_hub.models import build_tiny_model, load_policy, lora_config
-from seal_hub.trainer import SealConfig, SealTrainer
+from seal_hub.training import SealConfig, SealTrainer
 from test_trainer import TASKS, half_right, tiny_policy
 
 root = Path(sys.argv[1])
@@ -121,7 +121,7 @@ def test_held_out_tasks_take_the_categories_in_turn(suite):
 
 
 def test_eval_settings_are_checked(tmp_path):
-    from seal_hub.trainer import SealConfig
+    from seal_hub.training import SealConfig
 
     with pytest.raises(ValueError, match="eval_every_steps"):
         SealConfig(output_dir=str(tmp_path), use_cpu=True, eval_every_steps=-1, num_generations=2)

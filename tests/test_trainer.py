@@ -56,7 +56,7 @@ def tiny_policy(tiny_dir):
 
 def make_trainer(suite, tiny_dir, tmp_path, backend=None, **overrides):
     from seal_hub.models import load_policy, lora_config
-    from seal_hub.trainer import SealConfig, SealTrainer
+    from seal_hub.training import SealConfig, SealTrainer
 
     policy = tiny_policy(tiny_dir)
     model, tokenizer = load_policy(policy)
@@ -197,7 +197,7 @@ def test_sft_warmup_conversations_and_steps(suite, tiny_dir, tmp_path):
     from peft import get_peft_model
 
     from seal_hub.models import load_policy, lora_config
-    from seal_hub.warmup import ABSTAIN, CLOSING, run_warmup, warmup_dataset
+    from seal_hub.training.warmup import ABSTAIN, CLOSING, run_warmup, warmup_dataset
 
     dataset = warmup_dataset(suite, suite.select(["multi_turn_base_1", "multi_turn_miss_param_0"]))
     first = dataset[0]["messages"]
@@ -305,7 +305,7 @@ def test_a_resume_restores_the_loop_state_through_transformers_stateful_callback
 
 
 def test_seal_config_refuses_to_resume_without_callback_states(tmp_path):
-    from seal_hub.trainer import SealConfig
+    from seal_hub.training import SealConfig
 
     with pytest.raises(ValueError, match="restore_callback_states_from_checkpoint=False.*leave it True"):
         SealConfig(

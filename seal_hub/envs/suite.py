@@ -64,7 +64,7 @@ class Suite(Protocol):
 
     def select(self, task_ids: Iterable[str]) -> list[SuiteTask]: ...
 
-    def split_ids(self, split: str, split_file: str | None = None) -> tuple[str, ...]: ...
+    def split_ids(self, split: str, split_file: str | None = None, seed: int = 0) -> tuple[str, ...]: ...
 
     def episode(self, task: SuiteTask | str, config: Any = None) -> SuiteEpisode: ...
 
@@ -108,9 +108,23 @@ class SuiteError(ValueError):
     """An unknown suite, or one whose optional dependencies are not installed; the message says the fix."""
 
 
+class UnknownTaskError(SuiteError, KeyError):
+    """A task id the suite does not hold (a `KeyError` for lookups, a `SuiteError` for the command line)."""
+
+    def __str__(self) -> str:  # KeyError's own str() would quote the message
+        return str(self.args[0]) if self.args else ""
+
+
 def load_suite(name: str) -> Suite:
     """The suite called `name`; an unknown name or a missing extra is a `SuiteError` that says what to do."""
     factory = SUITES.get(name)
     if factory is None:
         raise SuiteError(f"unknown suite {name!r}; choose one of: {', '.join(SUITES)}")
     return factory()
+
+
+def suite_tasks(name: str, split: str, split_file: str | None = None, seed: int = 0) -> tuple[Suite, list[Any]]:
+    """The suite called `name` and the tasks of its `split` (of `split_file` when given; `seed` seeds a
+    'stratified' split): the one way every command picks its tasks."""
+    suite = load_suite(name)
+    return suite, suite.select(suite.split_ids(split, split_file, seed=seed))

@@ -108,7 +108,7 @@ class TrainingPlan:
 
 def _defaults() -> dict[str, object]:
     from seal_hub.models import PolicyConfig
-    from seal_hub.trainer import SealConfig
+    from seal_hub.training import SealConfig
 
     values: dict[str, object] = {}
     for cls in (PolicyConfig, SealConfig):

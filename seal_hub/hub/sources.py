@@ -223,7 +223,11 @@ def _model_identity(name: str) -> tuple[str, str | None]:
 
 
 def check_base_model(adapter: Resolved[PublishedAdapter], model: str, revision: str | None = None) -> None:
-    """Fail with one line naming both when the adapter was trained on another base model than `model`."""
+    """Fail with one line naming both when the adapter was trained on another base model than `model` (a Hub
+    id, a path, or the packaged policies' names 'demo' and 'tiny')."""
+    from seal_hub.models import DEMO_MODEL_ID, cache_root
+
+    model = {"demo": DEMO_MODEL_ID, "tiny": str(cache_root() / "tiny-policy")}.get(model, model)
     want_id, want_revision = _model_identity(adapter.value.base)
     have_id, have_revision = _model_identity(model)
     have_revision = revision if revision not in (None, "main") else have_revision
@@ -332,3 +336,14 @@ def run_sources(
     if sources.all() and sources != recorded:
         sources.write(output_dir)
     return sources, opened["environment"], opened["adapter"]
+
+
+def load_snapshot_or_ref(path_or_ref: str) -> InterfaceSnapshot:
+    """An interface snapshot from a JSON file, or from a published environment version (`ns/name-env@v3`)."""
+    from seal_hub.interface import load_snapshot
+
+    if Path(path_or_ref).exists() or path_or_ref.endswith(".json"):
+        return load_snapshot(path_or_ref)
+    from seal_hub.hub.loading import load_interface
+
+    return load_interface(path_or_ref)

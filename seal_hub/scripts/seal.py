@@ -28,7 +28,7 @@ Reuse what others published: `--interface ns/run-env@v3` trains against that env
 the policy from that adapter (same base model). Both resolve once to a commit, recorded in
 `<output_dir>/sources.json` and named on every published card.
 
-Arguments: `SealScriptArguments` below, `seal_hub.trainer.SealConfig` (TRL's GRPOConfig plus SEAL's fields)
+Arguments: `SealScriptArguments` below, `seal_hub.training.trainer.SealConfig` (TRL's GRPOConfig plus SEAL's fields)
 and `seal_hub.models.PolicyConfig` (TRL's ModelConfig); YAML keys and flags are the field names.
 """
 
@@ -52,15 +52,15 @@ from peft import get_peft_model
 from trl import TrlParser
 
 from seal_hub.envs.bfcl import BfclSuite, resolve_split
-from seal_hub.held_out import held_out_tasks
 from seal_hub.hub import HubError, PublishConfig
 from seal_hub.hub.sources import SourceError, attach_adapter, check_base_model, derive_interface, run_sources
 from seal_hub.interface import InterfaceError
 from seal_hub.kill_points import kill_point
 from seal_hub.models import PolicyConfig, load_policy, lora_config
 from seal_hub.run_records import last_checkpoint, read_metrics
-from seal_hub.trainer import SealConfig, SealTrainer
-from seal_hub.warmup import run_warmup, warmup_dataset
+from seal_hub.training import SealConfig, SealTrainer
+from seal_hub.training.held_out import held_out_tasks
+from seal_hub.training.warmup import run_warmup, warmup_dataset
 
 # the CPU demo, the default without --config (package data; recipes/configs/demo_cpu.yaml is the same file)
 DEFAULT_CONFIG = Path(__file__).parent / "configs" / "demo_cpu.yaml"

@@ -18,7 +18,7 @@ import torch.distributed as dist  # noqa: E402
 
 from seal_hub.envs.bfcl import BfclSuite  # noqa: E402
 from seal_hub.models import PolicyConfig, load_policy, lora_config  # noqa: E402
-from seal_hub.trainer import SealConfig, SealTrainer  # noqa: E402
+from seal_hub.training import SealConfig, SealTrainer  # noqa: E402
 
 out, model_dir, synced = sys.argv[1], sys.argv[2], sys.argv[3] == "1"
 rank = int(os.environ["RANK"])

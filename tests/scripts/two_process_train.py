@@ -9,7 +9,7 @@ os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 
 from seal_hub.envs.bfcl import BfclSuite  # noqa: E402
 from seal_hub.models import PolicyConfig, load_policy, lora_config  # noqa: E402
-from seal_hub.trainer import SealConfig, SealTrainer  # noqa: E402
+from seal_hub.training import SealConfig, SealTrainer  # noqa: E402
 
 out, model_dir = sys.argv[1], sys.argv[2]
 policy = PolicyConfig(

@@ -11,15 +11,15 @@ Not covered: the agent's side of the conversation (`seal_hub.rollout`).
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable
 
 from seal_hub.envs.bfcl.episode import Episode, EpisodeConfig
 from seal_hub.envs.bfcl.tasks import CATEGORIES, Category, Task, load_tasks
 from seal_hub.envs.bfcl.verifier import GroundTruthTrace
 from seal_hub.envs.protocol import Action
+from seal_hub.envs.task_table import TaskTable
 
 
-class BfclSuite:
+class BfclSuite(TaskTable):
     """BFCL v3 multi-turn: tasks by id, and episodes on them."""
 
     name = "bfcl"
@@ -29,26 +29,6 @@ class BfclSuite:
         self.tasks: dict[str, Task] = tasks if tasks is not None else load_tasks(categories)
         self._traces: dict[str, GroundTruthTrace] = {}
         self._lock = threading.Lock()
-
-    def __len__(self) -> int:
-        return len(self.tasks)
-
-    def task(self, task_id: str) -> Task:
-        try:
-            return self.tasks[task_id]
-        except KeyError:
-            raise KeyError(
-                f"no BFCL multi-turn task {task_id!r}; ids look like 'multi_turn_base_0' ({len(self.tasks)} loaded)"
-            ) from None
-
-    def select(self, task_ids: Iterable[str]) -> list[Task]:
-        """Tasks for the given ids, in that order; every unknown id is named in one error."""
-        ids = list(task_ids)
-        unknown = [task_id for task_id in ids if task_id not in self.tasks]
-        if unknown:
-            shown = ", ".join(unknown[:5]) + (f" and {len(unknown) - 5} more" if len(unknown) > 5 else "")
-            raise KeyError(f"{len(unknown)} task id(s) not in the BFCL suite: {shown}")
-        return [self.tasks[task_id] for task_id in ids]
 
     def ground_truth(self, task: Task | str) -> GroundTruthTrace:
         """The task's ground-truth trace, computed once."""
@@ -60,14 +40,14 @@ class BfclSuite:
                 trace = self._traces.setdefault(task.id, trace)
         return trace
 
-    def split_ids(self, split: str, split_file: str | None = None) -> tuple[str, ...]:
+    def split_ids(self, split: str, split_file: str | None = None, seed: int = 0) -> tuple[str, ...]:
         """Task ids of `split` (train, test or all): of the paper's split by default, else of `split_file`
-        (a path, or 'stratified' for the seeded stratified split)."""
+        (a path, or 'stratified' for the stratified split seeded by `seed`)."""
         from seal_hub.envs.bfcl.splits import resolve_split
 
         if split == "all" and split_file is None:
             return tuple(self.tasks)
-        return resolve_split(split_file, known_ids=set(self.tasks)).ids(split)
+        return resolve_split(split_file, known_ids=set(self.tasks), seed=seed, tasks=self.tasks).ids(split)
 
     def oracle_steps(self, task: Task) -> list[list[Action]]:
         """The ground truth as actions: one calling action per turn that has calls (BFCL's replay shape)."""

@@ -14,8 +14,8 @@ from typing import Any
 from seal_hub.envs.bfcl_memory.episode import MemoryEpisode
 from seal_hub.envs.bfcl_memory.oracle import MemoryOracle
 from seal_hub.envs.bfcl_memory.tasks import BACKENDS, MemoryTask, load_tasks
-from seal_hub.envs.ood_tasks import TaskTable
 from seal_hub.envs.protocol import Action
+from seal_hub.envs.task_table import TaskTable
 
 
 class BfclMemorySuite(TaskTable):

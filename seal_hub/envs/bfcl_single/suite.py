@@ -20,8 +20,8 @@ from seal_hub.envs.bfcl_single.tasks import (
     SingleTask,
     load_tasks,
 )
-from seal_hub.envs.ood_tasks import TaskTable
 from seal_hub.envs.protocol import Action, ToolCall
+from seal_hub.envs.task_table import TaskTable
 
 _PLACEHOLDER = {"string": "example", "integer": 1, "float": 1.0, "number": 1.0, "boolean": True}
 

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from seal_hub.envs.ood_tasks import TaskTable
 from seal_hub.envs.protocol import Action, ToolCall
 from seal_hub.envs.suite import SuiteError
+from seal_hub.envs.task_table import TaskTable
 from seal_hub.envs.tau2_telecom.episode import STOP_TOOL, TelecomEpisode
 from seal_hub.envs.tau2_telecom.tasks import DEFAULT_SPLIT, TelecomTask, load_tasks, telecom_splits
 
@@ -30,12 +30,12 @@ class Tau2TelecomSuite(TaskTable):
         self.tasks: dict[str, TelecomTask] = tasks if tasks is not None else load_tasks(DEFAULT_SPLIT)
         self.categories: tuple[str, ...] = tuple(dict.fromkeys(t.category for t in self.tasks.values()))
 
-    def split_ids(self, split: str, split_file: str | None = None) -> tuple[str, ...]:
+    def split_ids(self, split: str, split_file: str | None = None, seed: int = 0) -> tuple[str, ...]:
         if split_file is None and split in TAU2_SPLITS:
             ids = telecom_splits()[split.split(":", 1)[1]]
             return tuple(i for i in ids if i in self.tasks)
         try:
-            return super().split_ids(split, split_file)
+            return super().split_ids(split, split_file, seed)
         except SuiteError as exc:
             raise SuiteError(f"{exc}, or one of tau2's: {', '.join(TAU2_SPLITS)}") from None
 

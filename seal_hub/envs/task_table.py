@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from seal_hub.envs.suite import SuiteError, SuiteTask
+from seal_hub.envs.suite import SuiteError, SuiteTask, UnknownTaskError
 
 WHOLE_SPLITS = ("test", "all")
 
@@ -29,11 +29,14 @@ class TaskTable:
         return len(self.tasks)
 
     def task(self, task_id: str) -> Any:
+        """The task `task_id`; an unknown id is an `UnknownTaskError` that shows what ids look like."""
         try:
             return self.tasks[task_id]
         except KeyError:
             example = next(iter(self.tasks), "?")
-            raise KeyError(f"no {self.name} task {task_id!r}; ids look like {example!r} ({len(self.tasks)})") from None
+            raise UnknownTaskError(
+                f"no {self.name} task {task_id!r}; ids look like {example!r} ({len(self.tasks)})"
+            ) from None
 
     def select(self, task_ids: Iterable[str]) -> list[Any]:
         """Tasks for the given ids, in that order; every unknown id is named in one error."""
@@ -41,10 +44,10 @@ class TaskTable:
         unknown = [task_id for task_id in ids if task_id not in self.tasks]
         if unknown:
             shown = ", ".join(unknown[:5]) + (f" and {len(unknown) - 5} more" if len(unknown) > 5 else "")
-            raise KeyError(f"{len(unknown)} task id(s) not in the {self.name} suite: {shown}")
+            raise UnknownTaskError(f"{len(unknown)} task id(s) not in the {self.name} suite: {shown}")
         return [self.tasks[task_id] for task_id in ids]
 
-    def split_ids(self, split: str, split_file: str | None = None) -> tuple[str, ...]:
+    def split_ids(self, split: str, split_file: str | None = None, seed: int = 0) -> tuple[str, ...]:
         """`test` / `all`: every task; a category: its tasks; with `split_file`: that file's `split` list."""
         if split_file is not None:
             from seal_hub.envs.bfcl.splits import load_split

@@ -32,7 +32,7 @@ from seal_hub.interface import InterfaceSnapshot
 from seal_hub.kill_points import kill_point
 
 if TYPE_CHECKING:
-    from seal_hub.trainer import SealTrainer
+    from seal_hub.training import SealTrainer
 
 
 def export_loop_state(trainer: SealTrainer) -> dict[str, Any]:

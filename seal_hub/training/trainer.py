@@ -14,7 +14,7 @@ closed-loop rule over the epoch's window, now holding this batch -> w_j per roll
 released order) -> every `evolve_every` generations a new interface version for the next rollouts.
 `_generate_and_score_completions` multiplies TRL's group-normalised advantages by w_j (sign kept). Switches
 for the paper's ablations: `env_adaptation`, `reweighting`, `closed_loop`; all three off is vanilla GRPO on
-the same budget. With `eval_every_steps`, a held-out evaluation (`seal_hub.held_out`) runs after every N-th
+the same budget. With `eval_every_steps`, a held-out evaluation (`seal_hub.training.held_out`) runs after every N-th
 optimizer step and is logged as `eval/...`; `_log_seal_metrics` puts success, mean weight, interface version,
 and rho and prevalence of every label on the training log, so any `report_to` integration (trackio, wandb,
 tensorboard) shows them.
@@ -30,8 +30,8 @@ three artifacts go to the registry (`seal_hub.hub`), catching up on any a crash 
 name the published sources the run recorded in ``sources.json`` (`seal_hub.hub.sources.run_sources`).
 
 Resuming: `train(resume_from_checkpoint=...)` restores SEAL's state from the last complete checkpoint, through
-transformers' stateful callbacks (`seal_hub.loop_state`: the state sits in the checkpoint's `trainer_state.json`;
-publishing after each checkpoint is an `on_save` callback), so no private `Trainer` method is overridden for it. A
+transformers' stateful callbacks (`loop_state.py`: the state sits in the checkpoint's `trainer_state.json`; publishing
+ after each checkpoint is an `on_save` callback), so no private `Trainer` method is overridden for it. A
 checkpoint that already reached the budget (`max_steps`, or the epochs' steps) trains nothing: transformers'
 loop only tests the budget after an optimizer step, and a resumed epoch with batches left would run one more
 step (and TRL would generate for it), so `train` stops before the loop, loads the checkpoint's weights,
@@ -45,7 +45,6 @@ import tempfile
 import textwrap
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -55,7 +54,7 @@ from accelerate.utils import gather_object
 from datasets import Dataset
 from transformers import Trainer, TrainerCallback, TrainerState
 from transformers.trainer_utils import TrainOutput
-from trl import GRPOConfig, GRPOTrainer
+from trl import GRPOTrainer
 from trl.distributed import DistributedBackend
 from trl.models import unwrap_model_for_generation
 
@@ -63,17 +62,13 @@ from seal_hub.console import acknowledge_rollout_func
 from seal_hub.diagnosis import FailureProfile, Label, diagnose
 from seal_hub.envs.bfcl import BfclSuite, EpisodeConfig, Task
 from seal_hub.evolve import (
-    INTERFACE_MODES,
-    EvolveSettings,
     RhoWindow,
     evolve,
     evolve_config_for,
     starting_interface,
 )
-from seal_hub.held_out import HeldOutResult, HeldOutSettings, evaluate_held_out, write_held_out
 from seal_hub.interface import InterfaceSnapshot
 from seal_hub.kill_points import kill_point
-from seal_hub.loop_state import LoopStateBinder, SealLoopState, export_loop_state, import_loop_state
 from seal_hub.models.end_tokens import end_token_ids
 from seal_hub.rollout import GenerationBackend, HFBackend, PolicyInfo, RolloutConfig, RolloutEngine, SamplingConfig
 from seal_hub.rollout.records import read_trajectories
@@ -89,7 +84,9 @@ from seal_hub.run_records import (
     write_run_config,
 )
 from seal_hub.snapshot_store import SnapshotStore
-from seal_hub.toolcalls import check_style
+from seal_hub.training.config import SealConfig
+from seal_hub.training.held_out import HeldOutResult, HeldOutSettings, evaluate_held_out, write_held_out
+from seal_hub.training.loop_state import LoopStateBinder, SealLoopState, export_loop_state, import_loop_state
 
 if TYPE_CHECKING:
     from seal_hub.hub import PublishConfig
@@ -105,103 +102,6 @@ ADAPTER_FILES = (
 )
 # what a checkpoint holds besides the model that `save_model` writes: the state a resume needs
 TRAINING_STATE_FILES = ("optimizer.pt", "scheduler.pt", "scaler.pt", "trainer_state.json")
-
-
-@dataclass
-class SealConfig(GRPOConfig, EvolveSettings):
-    """GRPO's settings plus SEAL's (DESIGN.md section 2 holds the paper's values); the thresholds of interface
-    evolution and of the rho update (`rho_beta`, `guideline_min_count`, ...) come from `EvolveSettings`."""
-
-    env_adaptation: bool = field(default=True, metadata={"help": "Evolve the learning interface from diagnoses."})
-    reweighting: bool = field(default=True, metadata={"help": "Multiply GRPO advantages by the rollout weight."})
-    closed_loop: bool = field(default=True, metadata={"help": "Update rho every step from the failure window."})
-    evolve_every: int = field(default=1, metadata={"help": "Generation steps between interface evolutions (K)."})
-    max_new_tokens: int = field(default=256, metadata={"help": "Tokens one model step (one reply) may generate."})
-    max_context_tokens: int = field(default=8192, metadata={"help": "Longest token sequence of one episode."})
-    max_steps_per_turn: int = field(default=20, metadata={"help": "Calling steps allowed in one user turn."})
-    max_steps_per_episode: int | None = field(
-        default=None,
-        metadata={"help": "Model steps allowed in a whole training episode (the paper: 20); unset: no cap."},
-    )
-    max_live_episodes: int = field(default=16, metadata={"help": "Episodes generated together in one batch."})
-    parser_style: str | None = field(
-        default=None,
-        metadata={"help": "Tool-call format: hermes, llama3, pythonic; unset: inferred from the chat template."},
-    )
-    interface_mode: str = field(
-        default="full",
-        metadata={
-            "help": "'released': the paper's released runs, schema cues on from step 0 and nothing else evolved; "
-            "'full': the method as the paper's text describes it, schema cues, recovery hints and capability "
-            "guidelines evolved from the diagnosis. Only with env_adaptation.",
-            "choices": list(INTERFACE_MODES),
-        },
-    )
-    eval_every_steps: int = field(
-        default=0,
-        metadata={
-            "help": "Held-out evaluation every N optimizer steps (test-split subset, null interface, greedy), "
-            "logged as eval/success_rate and eval/success_rate/<category>; 0: off."
-        },
-    )
-    eval_tasks: int = field(
-        default=16, metadata={"help": "Test-split tasks in each held-out evaluation (categories taken in turn)."}
-    )
-    synced_generation: bool | None = field(
-        default=None,
-        metadata={
-            "help": "Keep every rank's forward passes in step during rollouts (as generate(synced_gpus=True)), so "
-            "ranks whose episodes end at different steps do not hang in sharded forwards. Unset: on exactly when "
-            "several processes run FSDP, or DeepSpeed ZeRO-3 with ds3_gather_for_generation=False."
-        },
-    )
-    restore_callback_states_from_checkpoint: bool = field(
-        default=True,
-        metadata={
-            "help": "Restore stateful callbacks on resume. SEAL's loop state (rho, its window, the interface) is "
-            "one (seal_hub.loop_state), so it must stay True."
-        },
-    )
-
-    def __post_init__(self) -> None:
-        if self.bf16 is None and not torch.cuda.is_available():
-            self.bf16 = False  # TRL's default (bf16=True) fails on a CPU
-        elif self.bf16 and not torch.cuda.is_available() and not torch.backends.mps.is_available():
-            raise ValueError("bf16=True needs a GPU; on a CPU set bf16=False (--bf16 false, or `bf16: false` in YAML)")
-        positive = (
-            "evolve_every",
-            "max_new_tokens",
-            "max_context_tokens",
-            "max_steps_per_turn",
-            "max_live_episodes",
-            "eval_tasks",
-        )
-        for name in positive:
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
-        if self.max_steps_per_episode is not None and self.max_steps_per_episode < 1:
-            raise ValueError(f"max_steps_per_episode must be >= 1 (unset: no cap), got {self.max_steps_per_episode}")
-        check_style(self.parser_style)
-        if self.min_p is not None or self.repetition_penalty != 1.0:
-            raise ValueError(
-                "min_p and repetition_penalty are not applied by SEAL's rollout engine (it samples with temperature, "
-                "top_p and top_k); leave them unset"
-            )
-        if self.interface_mode not in INTERFACE_MODES:
-            raise ValueError(f"interface_mode must be 'released' or 'full', got {self.interface_mode!r}")
-        EvolveSettings.__post_init__(self)  # the evolution thresholds (GRPOConfig's chain does not reach it)
-        if not self.restore_callback_states_from_checkpoint:
-            raise ValueError(
-                "restore_callback_states_from_checkpoint=False would resume SEAL with a fresh rho window and the "
-                "starting interface (its loop state is a stateful callback): leave it True"
-            )
-        if self.eval_every_steps < 0:
-            raise ValueError(
-                f"eval_every_steps must be >= 0 (0 turns held-out evaluation off), got {self.eval_every_steps}"
-            )
-        super().__post_init__()
-        if self.num_generations is not None and self.num_generations < 2:
-            raise ValueError("num_generations must be >= 2: GRPO's advantages compare rollouts of the same task")
 
 
 def verified_reward(prompts, completions, seal_reward, **kwargs) -> list[float]:
@@ -241,7 +141,7 @@ class _PublishOnSave(TrainerCallback):
 
 
 class _HeldOutEval(TrainerCallback):
-    """Every `eval_every_steps` optimizer steps: the held-out evaluation (`seal_hub.held_out`)."""
+    """Every `eval_every_steps` optimizer steps: the held-out evaluation (`seal_hub.training.held_out`)."""
 
     def __init__(self, trainer: SealTrainer) -> None:
         self.trainer = trainer
@@ -287,7 +187,8 @@ class SealTrainer(GRPOTrainer):
             raise ValueError("train_tasks is empty: give the BFCL tasks to train on")
         if args.eval_every_steps and not held_out_tasks:
             raise ValueError(
-                "eval_every_steps > 0 needs held_out_tasks (seal_hub.held_out.held_out_tasks of the test split)"
+                "eval_every_steps > 0 needs held_out_tasks (seal_hub.training.held_out.held_out_tasks of the test "
+                "split)"
             )
         self.held_out_tasks = list(held_out_tasks or [])
         self.suite = suite
@@ -479,7 +380,7 @@ class SealTrainer(GRPOTrainer):
     # ----- checkpoints and resume -----
 
     def seal_state(self) -> dict[str, Any]:
-        """The loop state a checkpoint records (`seal_hub.loop_state`)."""
+        """The loop state a checkpoint records (`seal_hub.training.loop_state`)."""
         return export_loop_state(self)
 
     def load_seal_state(self, state: dict[str, Any]) -> None:
@@ -548,7 +449,7 @@ class SealTrainer(GRPOTrainer):
         folder, seal = self._restore(resume_from_checkpoint)
         state = TrainerState.load_from_json(str(folder / "trainer_state.json"))
         if state.global_step < self._budget():
-            # transformers restores SEAL's loop state with the other stateful callbacks (`seal_hub.loop_state`)
+            # transformers restores SEAL's loop state with the other stateful callbacks (training/loop_state.py)
             return super().train(resume_from_checkpoint=str(folder), **kwargs)
         self.load_seal_state(seal)  # no training loop runs, so no callback restores it
         return self._complete(folder, state)

@@ -1,0 +1,51 @@
+"""Argument helpers the subcommand modules share (`seal_hub/*/commands.py`): every option spelled as the
+recipe's field of the same meaning, and the task-selection flags of commands that run a suite.
+
+Why a module of its own: each package adds its own subcommands next to the code it drives; these few helpers
+are what those `commands.py` files have in common, and living here (not in `cli.py`) keeps the imports one way
+(`cli.py` imports the command modules, never the reverse).
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from seal_hub.toolcalls import STYLES as PARSER_STYLES
+
+PARSER_HELP = "tool-call format (default: the one the chat template writes)"
+
+__all__ = ["PARSER_HELP", "PARSER_STYLES", "option", "positive_limit", "task_arguments"]
+
+
+def option(parser: argparse.ArgumentParser, name: str, *aliases: str, **kwargs) -> None:
+    """`--name`, spelled as the recipe's field of the same meaning (`seal-hub train` flags, YAML keys), with the
+    earlier spellings (`--max-new-tokens`, `--batch-size`, `--parser`) still accepted but left out of --help."""
+    parser.add_argument(f"--{name}", **kwargs)
+    dashed = f"--{name.replace('_', '-')}"
+    kept = {k: v for k, v in kwargs.items() if k in ("type", "choices", "action")}
+    for alias in dict.fromkeys([*([dashed] if dashed != f"--{name}" else []), *aliases]):
+        parser.add_argument(alias, dest=name, default=argparse.SUPPRESS, help=argparse.SUPPRESS, **kept)
+
+
+def task_arguments(parser: argparse.ArgumentParser, default_split: str, suites: list[str] | None = None) -> None:
+    """`--suite`, `--split`, `--split_file`, `--no_progress`: which tasks a command runs."""
+    from seal_hub.envs.suite import SUITES
+
+    choices = suites or list(SUITES)
+    parser.add_argument("--suite", choices=choices, default=choices[0], help="task suite (default: %(default)s)")
+    parser.add_argument("--split", default=default_split, help="train, test or all (or a suite's named split)")
+    option(
+        parser,
+        "split_file",
+        default=None,
+        help="'paper' (bfcl's default: the SEAL paper's 400/400 split, shipped), 'stratified' (seeded by --seed), "
+        "or a JSON file with 'train' and 'test' task-id lists",
+    )
+    option(parser, "no_progress", action="store_true", help="no progress bar")
+
+
+def positive_limit(limit: int | None) -> int | None:
+    """`--limit` checked: None (every task) or >= 1."""
+    if limit is not None and limit < 1:
+        raise ValueError(f"--limit must be >= 1, got {limit}")
+    return limit

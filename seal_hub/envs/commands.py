@@ -1,0 +1,44 @@
+"""`seal-hub envs verify-gt`: replay a suite's ground truth through its environment and verifier.
+
+BFCL multi-turn only: it is the suite whose verdicts an official checker (bfcl-eval's) can confirm task by
+task; the other suites check their oracles through `seal-hub eval --model oracle`.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from seal_hub.cli_args import task_arguments
+
+
+def _verify_gt(args: argparse.Namespace) -> int:
+    from seal_hub.envs.bfcl.replay import verify_ground_truth
+    from seal_hub.envs.suite import suite_tasks
+
+    suite, tasks = suite_tasks(args.suite, args.split, args.split_file, seed=args.seed)
+    report = verify_ground_truth(suite, tasks, progress=not args.no_progress)
+    for task_id, error_type in report.failed:
+        print(f"FAILED {task_id}: {error_type}")
+    for task_id, ours, official in report.disagreements:
+        print(f"DISAGREE {task_id}: ours={'pass' if ours else 'fail'} official={'pass' if official else 'fail'}")
+    if report.quirks:
+        count = len(report.quirks)
+        print(f"note: {count} ground-truth call(s) that the default training configuration refuses or labels:")
+        for quirk in report.quirks:
+            print(f"  {quirk}")
+    agree = report.checked - len(report.disagreements)
+    print(
+        f"verified {len(report.verified)}/{report.total} ground-truth episodes "
+        f"(official checker agrees on {agree}/{report.checked})"
+    )
+    return 0 if not report.failed and not report.disagreements else 1
+
+
+def add_envs_commands(commands: argparse._SubParsersAction) -> None:
+    envs = commands.add_parser("envs", help="executable environments").add_subparsers(
+        dest="envs_command", required=True
+    )
+    verify = envs.add_parser("verify-gt", help="replay the ground truth through the environment and the verifier")
+    task_arguments(verify, default_split="all", suites=["bfcl"])
+    verify.add_argument("--seed", type=int, default=0, help="seed of the split when --split_file stratified")
+    verify.set_defaults(handler=_verify_gt)

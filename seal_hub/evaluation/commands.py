@@ -1,0 +1,145 @@
+"""`seal-hub eval`: score a policy on a suite's held-out tasks with the paper's protocol (original interface,
+greedy, BFCL's own step limits), resumable, with `--publish` recording the result on the adapter's card.
+
+`--model oracle` replays the suite's reference answers through the same harness: the check that a suite's
+protocol and verdicts hold before any model is scored.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from seal_hub.cli_args import PARSER_HELP, PARSER_STYLES, option, positive_limit
+
+
+def _eval_spec_model(args: argparse.Namespace, config, model) -> dict:
+    """The evaluated model's id and revision (the commit transformers resolved, when it knows one)."""
+    name = "tiny" if args.model == "tiny" else config.model_name_or_path  # tiny lives in a local cache
+    revision = config.model_revision or getattr(getattr(model, "config", None), "_commit_hash", None)
+    return {"id": name, "revision": revision}
+
+
+def _eval_adapter(ref_text: str):
+    """The adapter resolved once to a commit (`resolve_reference`), and its record for results.json: the
+    reference as given, the repository, revision, commit and registry backend."""
+    from seal_hub.hub.sources import resolve_reference
+
+    resolved = resolve_reference(ref_text, "adapter")
+    source = resolved.source
+    record = {"ref": ref_text, "repo": source.repo_id, "revision": source.revision, "commit": source.commit}
+    return resolved, record | {"backend": source.backend}
+
+
+def _eval(args: argparse.Namespace) -> int:
+    from seal_hub.envs.suite import load_suite
+    from seal_hub.evaluation import (
+        EvalProtocol,
+        EvalSpec,
+        ModelRunner,
+        OracleRunner,
+        interface_record,
+        run_evaluation,
+    )
+    from seal_hub.hub.sources import check_base_model, load_snapshot_or_ref
+    from seal_hub.interface import InterfaceSnapshot
+
+    positive_limit(args.limit)
+    if args.model == "oracle" and args.adapter:
+        raise ValueError("--model oracle replays the suite's reference answers; it takes no --adapter")
+    if args.publish is not None:
+        from seal_hub.hub.registry import HubError, Ref
+
+        if not args.adapter:
+            raise ValueError("--publish records the scores on the evaluated adapter's card: give --adapter REF")
+        if Ref.parse(args.publish, "dataset").revision is not None:
+            raise HubError(f"--publish {args.publish}: give a repository without '@revision'")
+    suite = load_suite(args.suite)
+    tasks = suite.select(suite.split_ids(args.split, args.split_file))
+    tasks = tasks[: args.limit] if args.limit is not None else tasks
+    interface = (
+        InterfaceSnapshot.null(suite.name)
+        if args.interface in (None, "null")
+        else load_snapshot_or_ref(args.interface)
+    )
+    protocol = EvalProtocol(
+        max_new_tokens=args.max_new_tokens,
+        max_context_tokens=args.max_context_tokens,
+        parser_style=args.parser_style,
+        batch_size=args.max_live_episodes,
+    )
+    adapter = resolved = None
+    if args.adapter:  # resolved before any model loads, so a bad reference fails at once
+        resolved, adapter = _eval_adapter(args.adapter)
+        if args.publish is not None:
+            from seal_hub.evaluation.publish import check_adapter_head
+
+            check_adapter_head(adapter)  # before the run, not after it
+    if args.model == "oracle":
+        runner = OracleRunner(suite, protocol.episode_config(), interface.version)
+        model_record = {"id": "oracle", "revision": None}
+    else:
+        import dataclasses
+
+        from seal_hub.models import end_token_ids, load_for_inference
+        from seal_hub.models.tool_style import resolve_tool_style
+        from seal_hub.rollout import HFBackend, PolicyInfo, RolloutEngine
+
+        if resolved is not None:  # before the model loads: an adapter of another base fails at once
+            check_base_model(resolved, args.model)
+        model, tokenizer, config = load_for_inference(args.model)
+        model_record = _eval_spec_model(args, config, model)
+        protocol = dataclasses.replace(protocol, parser_style=resolve_tool_style(tokenizer, protocol.parser_style))
+        if resolved is not None:
+            from seal_hub.hub.sources import attach_adapter
+
+            model = attach_adapter(model, resolved)
+        model.eval()
+        backend = HFBackend(model, end_token_ids(model, tokenizer), tokenizer.pad_token_id or 0, seed=0)
+        policy_id = adapter["repo"] if adapter else model_record["id"]
+        info = PolicyInfo(policy_id, adapter["commit"] if adapter else model_record["revision"])
+        engine = RolloutEngine(backend, tokenizer, suite, protocol.rollout_config(), info, interface)
+        runner = ModelRunner(engine)
+    spec = EvalSpec(
+        suite=suite.name,
+        split=args.split,
+        split_source=args.split_file or ("paper" if suite.name == "bfcl" else "default"),
+        model=model_record,
+        adapter=adapter,
+        interface=interface_record(interface, args.interface or "null"),
+        protocol=protocol.as_dict(),
+    )
+    result = run_evaluation(suite, tasks, runner, spec, args.out, progress=not args.no_progress)
+    print(result.scores.table(suite.name))
+    print(f"wrote {result.out} ({result.ran} task(s) run, {len(tasks) - result.ran} resumed)")
+    if args.publish:
+        from seal_hub.evaluation.publish import publish_evaluation
+
+        for line in publish_evaluation(result.out, args.publish):
+            print(line)
+    print(f"eval {suite.name}: avg {result.scores.average:.2f} on {result.scores.num_tasks} tasks")
+    return 0
+
+
+def add_eval_command(commands: argparse._SubParsersAction) -> None:
+    evaluate = commands.add_parser("eval", help="score a policy on a suite's held-out tasks (the paper's protocol)")
+    evaluate.add_argument("--model", required=True, help="'tiny', 'demo', a Hub id, a local path, or 'oracle'")
+    evaluate.add_argument("--adapter", default=None, help="a published adapter: ns/name@iter-3, hf://..., local://...")
+    evaluate.add_argument("--suite", default="bfcl", help="evaluation suite (bfcl, ...)")
+    evaluate.add_argument("--split", default="test", help="train, test or all (bfcl default: the paper's test split)")
+    option(evaluate, "split_file", default=None, help="'paper' (default), 'stratified', or a split JSON file")
+    evaluate.add_argument("--limit", type=int, default=None, help="first N tasks of the split")
+    evaluate.add_argument("--interface", default="null", help="'null' (the paper's protocol), a snapshot file or ref")
+    evaluate.add_argument("--out", default="eval", help="output directory (rerun with the same one to resume)")
+    option(evaluate, "max_new_tokens", type=int, default=512, help="tokens per model step")
+    option(evaluate, "max_context_tokens", type=int, default=8192, help="longest token sequence of one episode")
+    option(evaluate, "max_live_episodes", "--batch-size", type=int, default=16, help="episodes generated together")
+    option(evaluate, "parser_style", "--parser", choices=PARSER_STYLES, default=None, help=PARSER_HELP)
+    evaluate.add_argument(
+        "--publish",
+        default=None,
+        metavar="REPO",
+        help="push the records as dataset REPO (ns/name, local:// or hf://) and record the result on the "
+        "adapter's card (model-index) at a new revision",
+    )
+    option(evaluate, "no_progress", action="store_true", help="no progress bar")
+    evaluate.set_defaults(handler=_eval)

@@ -1,0 +1,76 @@
+"""`seal-hub report` (report.md and PNG plots from run and evaluation directories) and `seal-hub diagnose`
+(the label table of trajectory files): the two commands that read records and summarise them.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+
+def _report(args: argparse.Namespace) -> int:
+    from seal_hub.report import build_report, parse_source_argument
+
+    report = build_report([parse_source_argument(a) for a in args.sources], args.out)
+    print(f"wrote {report.path}")
+    for plot in report.plots:
+        print(f"  {plot.name}")
+    print(f"report: {len(report.plots)} plots in {args.out}")
+    return 0
+
+
+def _add_report_command(commands) -> None:
+    report = commands.add_parser("report", help="report.md and PNG plots from training run and evaluation directories")
+    report.add_argument(
+        "sources",
+        nargs="+",
+        metavar="DIR",
+        help="a run directory (seal-hub train --output_dir) or an evaluation directory (seal-hub eval --out); "
+        "NAME=DIR names it in tables and legends",
+    )
+    report.add_argument("--out", default="report", help="directory for report.md and the plots (default: report)")
+    report.set_defaults(handler=_report)
+
+
+def _diagnose(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from seal_hub.diagnosis import DEFAULT_RHO, FailureProfile, Label, diagnose
+    from seal_hub.envs.suite import load_suite
+    from seal_hub.rollout import read_trajectories
+
+    root = Path(args.traj_dir)
+    files = sorted(root.rglob("*.parquet")) if root.is_dir() else [root]
+    if not files or not files[0].exists():
+        raise FileNotFoundError(f"no trajectory Parquet files under {root} (seal-hub rollout writes them)")
+    trajectories = [t for path in files for t in read_trajectories(path)]
+    suite = load_suite(args.suite)
+    diagnoses = [diagnose(t, suite.task(t.task_id)) for t in trajectories]
+    profile = FailureProfile.of(diagnoses)
+    print(f"{len(trajectories)} rollouts, {profile.turns} labelled turns, from {len(files)} file(s)")
+    print(f"{'label':<20} {'turns':>6} {'prevalence':>11} {'mean reward':>12} {'rho':>6}")
+    for label in Label:
+        stats = profile.get(label)
+        rho = DEFAULT_RHO[label]
+        print(f"{label:<20} {stats.count:>6} {stats.prevalence:>11.3f} {stats.mean_reward:>12.3f} {rho:>6.2f}")
+    weights = [d.weight() for d in diagnoses]
+    mean_reward = sum(t.reward for t in trajectories) / len(trajectories)
+    print(f"mean reward {mean_reward:.3f}  mean weight {sum(weights) / len(weights):.3f}")
+    return 0
+
+
+def add_report_commands(commands: argparse._SubParsersAction) -> None:
+    report = commands.add_parser("report", help="report.md and PNG plots from training run and evaluation directories")
+    report.add_argument(
+        "sources",
+        nargs="+",
+        metavar="DIR",
+        help="a run directory (seal-hub train --output_dir) or an evaluation directory (seal-hub eval --out); "
+        "NAME=DIR names it in tables and legends",
+    )
+    report.add_argument("--out", default="report", help="directory for report.md and the plots (default: report)")
+    report.set_defaults(handler=_report)
+
+    diagnose = commands.add_parser("diagnose", help="label every turn of trajectories and print the failure profile")
+    diagnose.add_argument("traj_dir", help="a directory of trajectory Parquet files (or one file)")
+    diagnose.add_argument("--suite", default="bfcl", help="the suite the trajectories were rolled out on")
+    diagnose.set_defaults(handler=_diagnose)

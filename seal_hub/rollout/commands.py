@@ -1,0 +1,111 @@
+"""`seal-hub rollout`: roll a policy out on a suite's tasks and write trajectories (Parquet).
+
+The policy is `--model` (tiny, demo, a Hub id or a path), optionally with a published adapter on it and a
+published interface version applied; both are resolved once to commits and recorded in `--out/sources.json`,
+so the trajectories say exactly what produced them. Training does not go through here (`seal-hub train`).
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from seal_hub.cli_args import PARSER_HELP, PARSER_STYLES, option, positive_limit, task_arguments
+
+
+def _rollout(args: argparse.Namespace) -> int:
+    import time
+    from pathlib import Path
+
+    from seal_hub.envs.suite import suite_tasks
+    from seal_hub.models import end_token_ids, load_for_inference
+    from seal_hub.rollout import (
+        HFBackend,
+        PolicyInfo,
+        RolloutConfig,
+        RolloutEngine,
+        SamplingConfig,
+        write_trajectories,
+    )
+
+    suite, tasks = suite_tasks(args.suite, args.split, args.split_file, seed=args.seed)
+    tasks = tasks[: positive_limit(args.limit)]
+    interface, adapter, model_name = _sources(args)
+    model, tokenizer, policy = load_for_inference(model_name)
+    info = PolicyInfo(policy.model_name_or_path, policy.model_revision)
+    if adapter is not None:
+        from seal_hub.hub.sources import attach_adapter
+
+        model = attach_adapter(model, adapter)
+        info = PolicyInfo(adapter.source.ref, adapter.source.commit)
+    config = RolloutConfig(
+        num_generations=args.num_generations,
+        max_live_episodes=args.max_live_episodes,
+        max_context_tokens=args.max_context_tokens,
+        parser_style=args.parser_style,
+        sampling=SamplingConfig(args.temperature, args.top_p, args.max_new_tokens, args.seed, top_k=args.top_k),
+    )
+    backend = HFBackend(model, end_token_ids(model, tokenizer), tokenizer.pad_token_id or 0, seed=args.seed)
+    snapshot = interface.value if interface is not None else None
+    engine = RolloutEngine(backend, tokenizer, suite, config, info, snapshot)
+    start = time.perf_counter()
+    trajectories = engine.run(tasks, progress=not args.no_progress)
+    seconds = time.perf_counter() - start
+    path = write_trajectories(trajectories, Path(args.out) / "trajectories.parquet")
+    episodes = len(trajectories)
+    passed = sum(t.passed for t in trajectories)
+    steps = sum(t.num_steps for t in trajectories)
+    tokens = sum(t.num_generated_tokens for t in trajectories)
+    truncated = sum(t.truncated for t in trajectories)
+    print(f"wrote {path}")
+    print(
+        f"episodes {episodes}  success rate {passed / episodes:.1%} ({passed}/{episodes})  steps {steps} "
+        f"({steps / episodes:.1f}/episode)  truncated {truncated}  generated tokens {tokens} "
+        f"({tokens / seconds:.1f} tokens/s over {seconds:.1f} s)"
+    )
+    print(f"KV cache: {backend.reused_tokens} prompt tokens reused, {backend.prefilled_tokens} prefilled")
+    for resolved in (interface, adapter):
+        if resolved is not None:
+            print(f"{resolved.source.role}: {resolved.source.describe()}")
+    return 0
+
+
+def _sources(args: argparse.Namespace):
+    """--interface / --adapter resolved once to commits and recorded in --out/sources.json; the model to load
+    (--model, else the adapter's base, else the demo model), checked against the adapter's base."""
+    from seal_hub.hub.sources import RunSources, check_base_model, resolve_reference
+
+    interface = resolve_reference(args.interface, "environment") if args.interface else None
+    adapter = resolve_reference(args.adapter, "adapter") if args.adapter else None
+    name = args.model or (adapter.value.base if adapter is not None else "demo")
+    if adapter is not None:
+        check_base_model(adapter, name)
+    sources = RunSources(*(r.source if r is not None else None for r in (interface, adapter)))
+    if sources.all():
+        sources.write(args.out)
+    return interface, adapter, name
+
+
+def add_rollout_command(commands: argparse._SubParsersAction) -> None:
+    rollout = commands.add_parser("rollout", help="roll a policy out on a suite's tasks and write trajectories")
+    rollout.add_argument(
+        "--model", default=None, help="'tiny', 'demo' (SmolLM2-135M), a Hub id or a path (default: demo)"
+    )
+    task_arguments(rollout, default_split="test")
+    rollout.add_argument("--limit", type=int, default=None, help="first N tasks of the split")
+    rollout.add_argument("--out", required=True, help="directory for trajectories.parquet")
+    option(rollout, "num_generations", type=int, default=1, help="rollouts per task")
+    option(rollout, "max_live_episodes", "--batch-size", type=int, default=16, help="episodes generated together")
+    option(rollout, "temperature", type=float, default=1.0, help="sampling temperature (0: greedy)")
+    option(rollout, "top_p", type=float, default=1.0, help="nucleus sampling mass")
+    option(rollout, "top_k", type=int, default=0, help="sample among the k likeliest tokens (0: all)")
+    option(rollout, "max_new_tokens", type=int, default=256, help="tokens per model step")
+    option(rollout, "max_context_tokens", type=int, default=8192, help="longest token sequence of one episode")
+    option(rollout, "parser_style", "--parser", choices=PARSER_STYLES, default=None, help=PARSER_HELP)
+    option(rollout, "seed", type=int, default=0, help="sampling seed (and the seed of --split_file stratified)")
+    rollout.add_argument("--interface", default=None, help="a published environment version to apply: ns/name-env@v3")
+    rollout.add_argument(
+        "--adapter",
+        default=None,
+        help="a published adapter on the policy: ns/name-adapter@iter-3 (--model defaults to its base)",
+    )
+    rollout.set_defaults(handler=_rollout)

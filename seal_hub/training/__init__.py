@@ -1,0 +1,28 @@
+"""SEAL training on TRL: `SealConfig` (config.py) and `SealTrainer` (trainer.py), as TRL pairs them, with what
+only training uses beside them: the loop state a checkpoint carries (loop_state.py), the held-out evaluation
+during training (held_out.py) and the SFT warm-up (warmup.py).
+
+Imported lazily: `import seal_hub.training` loads neither torch nor TRL until a name is used.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from seal_hub.training.config import SealConfig
+    from seal_hub.training.trainer import SealTrainer
+
+__all__ = ["SealConfig", "SealTrainer"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "SealConfig":
+        from seal_hub.training.config import SealConfig
+
+        return SealConfig
+    if name == "SealTrainer":
+        from seal_hub.training.trainer import SealTrainer
+
+        return SealTrainer
+    raise AttributeError(f"module 'seal_hub.training' has no attribute {name!r}")

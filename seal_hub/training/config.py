@@ -1,0 +1,112 @@
+"""`SealConfig`: GRPO's settings plus SEAL's, as TRL pairs a config with its trainer (`GRPOConfig` ->
+`GRPOTrainer`). The defaults are the paper's where it gives one (docs/method.md); the thresholds of interface
+evolution and of the rho update come from `EvolveSettings`. Cross-field checks raise `ValueError` naming the
+field and the fix.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+from trl import GRPOConfig
+
+from seal_hub.evolve import INTERFACE_MODES, EvolveSettings
+from seal_hub.toolcalls import check_style
+
+
+@dataclass
+class SealConfig(GRPOConfig, EvolveSettings):
+    """GRPO's settings plus SEAL's (DESIGN.md section 2 holds the paper's values); the thresholds of interface
+    evolution and of the rho update (`rho_beta`, `guideline_min_count`, ...) come from `EvolveSettings`."""
+
+    env_adaptation: bool = field(default=True, metadata={"help": "Evolve the learning interface from diagnoses."})
+    reweighting: bool = field(default=True, metadata={"help": "Multiply GRPO advantages by the rollout weight."})
+    closed_loop: bool = field(default=True, metadata={"help": "Update rho every step from the failure window."})
+    evolve_every: int = field(default=1, metadata={"help": "Generation steps between interface evolutions (K)."})
+    max_new_tokens: int = field(default=256, metadata={"help": "Tokens one model step (one reply) may generate."})
+    max_context_tokens: int = field(default=8192, metadata={"help": "Longest token sequence of one episode."})
+    max_steps_per_turn: int = field(default=20, metadata={"help": "Calling steps allowed in one user turn."})
+    max_steps_per_episode: int | None = field(
+        default=None,
+        metadata={"help": "Model steps allowed in a whole training episode (the paper: 20); unset: no cap."},
+    )
+    max_live_episodes: int = field(default=16, metadata={"help": "Episodes generated together in one batch."})
+    parser_style: str | None = field(
+        default=None,
+        metadata={"help": "Tool-call format: hermes, llama3, pythonic; unset: inferred from the chat template."},
+    )
+    interface_mode: str = field(
+        default="full",
+        metadata={
+            "help": "'released': the paper's released runs, schema cues on from step 0 and nothing else evolved; "
+            "'full': the method as the paper's text describes it, schema cues, recovery hints and capability "
+            "guidelines evolved from the diagnosis. Only with env_adaptation.",
+            "choices": list(INTERFACE_MODES),
+        },
+    )
+    eval_every_steps: int = field(
+        default=0,
+        metadata={
+            "help": "Held-out evaluation every N optimizer steps (test-split subset, null interface, greedy), "
+            "logged as eval/success_rate and eval/success_rate/<category>; 0: off."
+        },
+    )
+    eval_tasks: int = field(
+        default=16, metadata={"help": "Test-split tasks in each held-out evaluation (categories taken in turn)."}
+    )
+    synced_generation: bool | None = field(
+        default=None,
+        metadata={
+            "help": "Keep every rank's forward passes in step during rollouts (as generate(synced_gpus=True)), so "
+            "ranks whose episodes end at different steps do not hang in sharded forwards. Unset: on exactly when "
+            "several processes run FSDP, or DeepSpeed ZeRO-3 with ds3_gather_for_generation=False."
+        },
+    )
+    restore_callback_states_from_checkpoint: bool = field(
+        default=True,
+        metadata={
+            "help": "Restore stateful callbacks on resume. SEAL's loop state (rho, its window, the interface) is "
+            "one (seal_hub.training.loop_state), so it must stay True."
+        },
+    )
+
+    def __post_init__(self) -> None:
+        if self.bf16 is None and not torch.cuda.is_available():
+            self.bf16 = False  # TRL's default (bf16=True) fails on a CPU
+        elif self.bf16 and not torch.cuda.is_available() and not torch.backends.mps.is_available():
+            raise ValueError("bf16=True needs a GPU; on a CPU set bf16=False (--bf16 false, or `bf16: false` in YAML)")
+        positive = (
+            "evolve_every",
+            "max_new_tokens",
+            "max_context_tokens",
+            "max_steps_per_turn",
+            "max_live_episodes",
+            "eval_tasks",
+        )
+        for name in positive:
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.max_steps_per_episode is not None and self.max_steps_per_episode < 1:
+            raise ValueError(f"max_steps_per_episode must be >= 1 (unset: no cap), got {self.max_steps_per_episode}")
+        check_style(self.parser_style)
+        if self.min_p is not None or self.repetition_penalty != 1.0:
+            raise ValueError(
+                "min_p and repetition_penalty are not applied by SEAL's rollout engine (it samples with temperature, "
+                "top_p and top_k); leave them unset"
+            )
+        if self.interface_mode not in INTERFACE_MODES:
+            raise ValueError(f"interface_mode must be 'released' or 'full', got {self.interface_mode!r}")
+        EvolveSettings.__post_init__(self)  # the evolution thresholds (GRPOConfig's chain does not reach it)
+        if not self.restore_callback_states_from_checkpoint:
+            raise ValueError(
+                "restore_callback_states_from_checkpoint=False would resume SEAL with a fresh rho window and the "
+                "starting interface (its loop state is a stateful callback): leave it True"
+            )
+        if self.eval_every_steps < 0:
+            raise ValueError(
+                f"eval_every_steps must be >= 0 (0 turns held-out evaluation off), got {self.eval_every_steps}"
+            )
+        super().__post_init__()
+        if self.num_generations is not None and self.num_generations < 2:
+            raise ValueError("num_generations must be >= 2: GRPO's advantages compare rollouts of the same task")
