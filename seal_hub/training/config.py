@@ -55,6 +55,14 @@ class SealConfig(GRPOConfig, EvolveSettings):
     eval_tasks: int = field(
         default=16, metadata={"help": "Test-split tasks in each held-out evaluation (categories taken in turn)."}
     )
+    share_prompt_forward: bool = field(
+        default=True,
+        metadata={
+            "help": "In the loss forward, run each distinct prompt of a micro-batch once and score its completions "
+            "against that prompt's cache (the same log-probs and gradients as TRL's forward, less work; "
+            "seal_hub.training.shared_prompt). False: TRL's forward, every row whole."
+        },
+    )
     synced_generation: bool | None = field(
         default=None,
         metadata={

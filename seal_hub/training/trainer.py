@@ -87,6 +87,7 @@ from seal_hub.snapshot_store import SnapshotStore
 from seal_hub.training.config import SealConfig
 from seal_hub.training.held_out import HeldOutResult, HeldOutSettings, evaluate_held_out, write_held_out
 from seal_hub.training.loop_state import LoopStateBinder, SealLoopState, export_loop_state, import_loop_state
+from seal_hub.training.shared_prompt import shared_prompt_logps, shares_prompts
 
 if TYPE_CHECKING:
     from seal_hub.hub import PublishConfig
@@ -376,6 +377,27 @@ class SealTrainer(GRPOTrainer):
         self._weights = None
         kill_point("update")
         return output
+
+    def _get_per_token_logps_and_entropies(
+        self, model, input_ids, attention_mask, logits_to_keep, batch_size=None, compute_entropy=False, **kwargs
+    ):
+        """TRL's per-token log-probs, with each distinct prompt run once (`shared_prompt`) where that applies."""
+        text_only = all(value is None for name, value in kwargs.items() if name != "compute_aux_loss")
+        if (
+            self.args.share_prompt_forward
+            and text_only
+            and not kwargs.get("compute_aux_loss")
+            and not self.args.gradient_checkpointing  # it turns the model's cache off
+            and shares_prompts(input_ids, attention_mask, logits_to_keep)
+        ):
+            with self.accelerator.autocast():
+                logps, entropies = shared_prompt_logps(
+                    model, input_ids, attention_mask, logits_to_keep, compute_entropy
+                )
+            return logps, entropies, None
+        return super()._get_per_token_logps_and_entropies(
+            model, input_ids, attention_mask, logits_to_keep, batch_size, compute_entropy, **kwargs
+        )
 
     # ----- checkpoints and resume -----
 
