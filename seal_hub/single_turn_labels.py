@@ -13,7 +13,8 @@ and the checker's verdict. The first rule that applies:
 - no call at all: `missing_tool_call`;
 - a call that does not fit the offered schema, as the multi-turn suite refuses it before executing: an unknown
   function, a missing required argument, an argument the function does not declare, an ill-typed or oversized
-  value (`seal_hub.envs.bfcl.tools`, BFCL's types): `invalid_tool_call`;
+  value (`seal_hub.envs.bfcl.tools`, BFCL's types; a value the answer key accepts counts as well-typed):
+  `invalid_tool_call`;
 - the calls name the same functions as the answer key (as many of each): `argument_mismatch` (a value the key
   does not accept, an optional argument the key needs left out, or one it forbids given);
 - fewer calls than the key, all of functions the key calls (a parallel call left out): `missing_tool_call`;
@@ -53,12 +54,25 @@ def _arguments(call: CallRecord) -> dict | None:
     return arguments
 
 
-def _fits_schema(call: CallRecord, docs: dict[str, dict]) -> bool:
+def _accepted(task: SingleTask) -> dict[tuple[str, str], list]:
+    """(function, argument) -> the values the answer key accepts for it (over all of the key's calls)."""
+    accepted: dict[tuple[str, str], list] = {}
+    for key in task.possible_answer or ():
+        for name, arguments in key.items():
+            for argument, values in arguments.items():
+                accepted.setdefault((name, argument), []).extend(values if isinstance(values, list) else [values])
+    return accepted
+
+
+def _fits_schema(call: CallRecord, docs: dict[str, dict], accepted: dict[tuple[str, str], list]) -> bool:
+    """Whether the call names an offered function and fits its schema; a value the answer key accepts is never
+    ill-typed (a few live keys accept, e.g., a boolean for a string argument, and BFCL's checker with them)."""
     arguments = _arguments(call)
     if arguments is None or call.name not in docs:
         return False
     tool = Tool(call.name, "", docs[call.name], {})
-    return validate_arguments(tool, arguments) is None and type_problem(tool, arguments) is None
+    typed = {k: v for k, v in arguments.items() if v not in accepted.get((call.name, k), ())}
+    return validate_arguments(tool, arguments) is None and type_problem(tool, typed) is None
 
 
 def label_answer(turn: TurnRecord | None, task: SingleTask) -> Label:
@@ -79,7 +93,8 @@ def label_answer(turn: TurnRecord | None, task: SingleTask) -> Label:
     if not calls:
         return Label.MISSING_TOOL_CALL
     docs = {str(doc.get("name")): dict(doc) for doc in task.functions}
-    if not all(_fits_schema(call, docs) for call in calls) or task.possible_answer is None:
+    accepted = _accepted(task)
+    if not all(_fits_schema(call, docs, accepted) for call in calls) or task.possible_answer is None:
         return Label.INVALID_TOOL_CALL
     expected = Counter(name for key in task.possible_answer for name in key)
     made = Counter(call.name for call in calls)

@@ -111,10 +111,30 @@ def test_each_single_turn_verdict_gets_its_label(single):
         (irrelevance, Action(tool_calls=(ToolCall(irrelevance.functions[0]["name"], {}),)), Label.SPURIOUS_TOOL_CALL),
         (irrelevance, Action(content="No tool can do that."), Label.CORRECT_ABSTENTION),
     ]
+    # a live key that accepts a boolean for a string argument (is_unisex): that value is not ill-typed here either
+    live = single.task("live_multiple_552-153-1")
+    [live_key] = key_calls(live)
+    cases.append(
+        (
+            live,
+            Action(tool_calls=(ToolCall(live_key.name, {**live_key.arguments, "city": "Nowhere"}),)),
+            Label.ARGUMENT_MISMATCH,
+        )
+    )
     for task, action, label in cases:
         turn = answered(task, action)
         assert label_answer(turn, task) == label, (task.id, action)
         assert turn.verdict.passed == (label in (Label.PASS, Label.CORRECT_ABSTENTION))
+    # where BFCL's checker names the error, the label agrees with it
+    errors = [
+        (wrong_value, "value_error", Label.ARGUMENT_MISMATCH),
+        (ill_typed, "type_error", Label.INVALID_TOOL_CALL),
+        (no_base, "simple_function_checker:missing_required", Label.INVALID_TOOL_CALL),
+        (undeclared, "simple_function_checker:unexpected_param", Label.INVALID_TOOL_CALL),
+    ]
+    for call, error, label in errors:
+        turn = answered(simple, Action(tool_calls=(call,)))
+        assert turn.verdict.error_type.startswith(error) and label_answer(turn, simple) == label
     # an episode cut before it answered: what the task expected is missing (or rightly absent)
     assert (label_answer(None, simple), label_answer(None, irrelevance)) == (
         Label.MISSING_TOOL_CALL,
@@ -232,6 +252,7 @@ def test_seal_hub_train_on_bfcl_single_publishes_the_three_artifacts(single, tin
     flags = ["--suite", "bfcl-single", "--model_name_or_path", str(tiny_dir), "--output_dir", str(out)]
     flags += ["--max_steps", "1", "--num_train_tasks", "1", "--per_device_train_batch_size", "2"]
     flags += ["--num_generations", "2", "--max_new_tokens", "8", "--sft_warmup_steps", "1", "--publish_run", RUN]
+    flags += ["--eval_every_steps", "1", "--eval_tasks", "4"]
     assert cli_main(["train", *flags, "--disable_tqdm", "true"]) == 0
     printed = capsys.readouterr().out
     assert "SEAL run summary" in printed and f"published: {RUN}-trajectories" in printed
@@ -244,6 +265,8 @@ def test_seal_hub_train_on_bfcl_single_publishes_the_three_artifacts(single, tin
     assert {s["suite"] for s in snapshots} == {"bfcl-single"}
     assert not any(s["recovery_feedback"]["enabled"] for s in snapshots)
     assert (out / "sft-warmup").is_dir()
+    held_out = json.loads((out / "held_out" / "step_000001.json").read_text())
+    assert held_out["num_tasks"] == 4 and set(held_out["task_ids"]) <= set(single.split_ids("test"))
 
 
 @pytest.mark.parametrize("suite", ["tau2-telecom", "bfcl-memory"])
