@@ -164,6 +164,38 @@ def test_rollouts_are_diagnosed_by_their_suites_rules(single, tiny_dir):
         diagnose(trajectories[0], tasks[0], "tau2-telecom")
 
 
+# ----- the learning interface -----
+
+
+def test_the_interface_cues_the_offered_functions_and_guides_without_recovery_hints(single, tiny_dir):
+    from transformers import AutoTokenizer
+
+    from seal_hub.diagnosis import FailureProfile, RolloutDiagnosis
+    from seal_hub.evolve import GUIDELINES, SCHEMA_NOTE, evolve, evolve_config_for
+    from seal_hub.interface import InterfaceSnapshot
+    from seal_hub.rollout import RolloutConfig, RolloutEngine, SamplingConfig
+
+    failing = FailureProfile.of([RolloutDiagnosis(f"t{i}", 0.0, (Label.MISSING_TOOL_CALL,)) for i in range(10)])
+    config = evolve_config_for("full", tool_errors=False)
+    snapshot = evolve(InterfaceSnapshot.null("bfcl-single"), failing, config)
+    assert snapshot.schema_cues.enabled and not snapshot.recovery_feedback.enabled
+    assert [g.label for g in snapshot.capability_guidelines.lines] == [Label.MISSING_TOOL_CALL]
+    tokenizer = AutoTokenizer.from_pretrained(tiny_dir)
+    task = single.task("simple_python_62")  # analyze_dna_sequence: required arguments and an enum
+    engine = RolloutEngine(
+        ScriptedBackend(tokenizer, lambda *_: "I do not know."),
+        tokenizer,
+        single,
+        RolloutConfig(sampling=SamplingConfig(temperature=0.0, max_new_tokens=16)),
+        interface=snapshot,
+    )
+    [trajectory] = engine.run([task])
+    prompt = tokenizer.decode(trajectory.token_ids[: trajectory.prompt_length])
+    assert "The DNA sequence to be analyzed. [required]" in prompt
+    assert "Allowed values: insertion, deletion, substitution" in prompt
+    assert SCHEMA_NOTE in prompt and GUIDELINES[Label.MISSING_TOOL_CALL] in prompt
+
+
 # ----- the warm-up -----
 
 
