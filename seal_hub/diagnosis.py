@@ -1,7 +1,12 @@
 """Diagnosis: one failure label per user turn, a rollout's failure profile and weight, a batch's profile.
 
-Labels come from deterministic rules over the execution trace (each step's calls, parse errors and tool
-results) and the verifier's per-turn verdict; no LLM judge, and labels never change the reward. Per turn:
+`diagnose(trajectory, task, suite)` labels a rollout with its suite's rules (`TURN_LABELERS`, a plain dict by suite
+name): BFCL multi-turn's below, BFCL single-turn's in `seal_hub.single_turn_labels` (the same labels and rho; the
+ones that need execution cannot occur there). tau2-telecom and bfcl-memory have no turn labels: their verdicts
+are one end-of-episode check, with no expected calls per turn to label turns by.
+
+BFCL multi-turn: labels come from deterministic rules over the execution trace (each step's calls, parse errors
+and tool results) and the verifier's per-turn verdict; no LLM judge, and labels never change the reward. Per turn:
 
 - ground truth makes no call: `spurious_tool_call` if the model attempted one, else `correct_abstention`;
 - ground truth calls tools and the turn passed: `pass`;
@@ -29,17 +34,17 @@ turns, their prevalence among all labelled turns, and the mean reward over the l
 labelled turn contributes its rollout's reward, as the paper's released statistics do: a rollout with three
 such turns counts three times).
 
-Not covered: what to do with the profile (`seal_hub.evolve`).
+Not covered: what to do with the profile (`seal_hub.evolve`), turn labels for tau2-telecom and bfcl-memory.
 """
 
 from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from datasets import Features, List, Value
 
@@ -195,7 +200,7 @@ class RolloutDiagnosis:
         return min(WEIGHT_MAX, max(WEIGHT_MIN, sum(share * rho[label] for label, share in profile.items())))
 
 
-def diagnose(trajectory: Trajectory, task: Task) -> RolloutDiagnosis:
+def diagnose_multi_turn(trajectory: Trajectory, task: Task) -> RolloutDiagnosis:
     """One label per user turn of the task, reached or not (turns the episode never reached: no steps)."""
     reached = {turn.index: turn for turn in trajectory.turns}
     labels: list[Label | None] = [
@@ -204,6 +209,31 @@ def diagnose(trajectory: Trajectory, task: Task) -> RolloutDiagnosis:
     ]
     labels += [None for index in sorted(reached) if index >= task.num_turns]  # no ground truth to judge by
     return RolloutDiagnosis(trajectory.task_id, trajectory.reward, tuple(labels))
+
+
+def _single_turn(trajectory: Trajectory, task: Any) -> RolloutDiagnosis:
+    from seal_hub.single_turn_labels import diagnose_answer  # it imports this module's labels
+
+    return diagnose_answer(trajectory, task)
+
+
+# suite name -> its labelling rules; a suite not here has no turn labels (and cannot train)
+TURN_LABELERS: dict[str, Callable[[Trajectory, Any], RolloutDiagnosis]] = {
+    "bfcl": diagnose_multi_turn,
+    "bfcl-single": _single_turn,
+}
+
+
+class DiagnosisError(ValueError):
+    """Turn labels asked for a suite that has none; the message names the suites that have them."""
+
+
+def diagnose(trajectory: Trajectory, task: Any, suite: str = "bfcl") -> RolloutDiagnosis:
+    """The rollout's labels by its suite's rules (`TURN_LABELERS`); `task` is the suite's task of the rollout."""
+    labeler = TURN_LABELERS.get(suite)
+    if labeler is None:
+        raise DiagnosisError(f"suite {suite!r} has no turn labels; suites with them: {', '.join(TURN_LABELERS)}")
+    return labeler(trajectory, task)
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,8 @@ trainer follows: a batch is observed (`step`), rho updated, and then that same b
 
 Two interface modes (`INTERFACE_MODES`): `released` is the paper's released run, schema cues on from step 0
 (`starting_interface`) and nothing else evolved; `full` is the method as the paper's text describes it, all
-three components turned on and chosen from the diagnosis as training goes (`evolve_config_for`).
+three components turned on and chosen from the diagnosis as training goes (`evolve_config_for`), recovery
+feedback only in suites whose tools run and can fail (not BFCL single-turn, whose answers are only checked).
 
 Not covered: applying the weights to advantages (`seal_hub.training.trainer`, with `RolloutDiagnosis.weight`) and
 publishing snapshots (`seal_hub.hub`).
@@ -203,12 +204,13 @@ class EvolveConfig(EvolveSettings):
 INTERFACE_MODES = ("released", "full")
 
 
-def evolve_config_for(mode: str, **settings) -> EvolveConfig:
-    """The evolution rules of an interface mode: `released` evolves schema cues only; `full` all three."""
+def evolve_config_for(mode: str, *, tool_errors: bool = True, **settings) -> EvolveConfig:
+    """The evolution rules of an interface mode: `released` evolves schema cues only; `full` all three, but
+    recovery feedback only where the suite's tools can fail (`tool_errors`; single-turn answers never run)."""
     if mode not in INTERFACE_MODES:
         raise ValueError(f"interface_mode must be one of {', '.join(INTERFACE_MODES)}, got {mode!r}")
     full = mode == "full"
-    return EvolveConfig(recovery_feedback=full, capability_guidelines=full, **settings)
+    return EvolveConfig(recovery_feedback=full and tool_errors, capability_guidelines=full, **settings)
 
 
 def starting_interface(suite: str, mode: str, env_adaptation: bool = True) -> InterfaceSnapshot:

@@ -122,10 +122,11 @@ def test_the_rollout_engine_runs_the_suite(single, tiny):
 
 def test_bad_splits_are_one_line_errors(single, tmp_path):
     with pytest.raises(
-        SuiteError, match="unknown split 'train' for suite bfcl-single; choose test, all or a category"
+        SuiteError, match="unknown split 'tarin' for suite bfcl-single; choose train, test, all or a category"
     ):
-        single.split_ids("train")
-    assert len(single.split_ids("test")) == len(single.split_ids("all")) == len(single)
+        single.split_ids("tarin")
+    halves = len(single.split_ids("train")) + len(single.split_ids("test"))
+    assert halves == len(single.split_ids("all")) == len(single)
     corrupt = tmp_path / "split.json"
     corrupt.write_text("{not json")
     with pytest.raises(SuiteError, match="bfcl-single: split file .* is not readable JSON") as error:

@@ -197,26 +197,34 @@ def test_sft_warmup_conversations_and_steps(suite, tiny_dir, tmp_path):
     from peft import get_peft_model
 
     from seal_hub.models import load_policy, lora_config
-    from seal_hub.training.warmup import ABSTAIN, CLOSING, run_warmup, warmup_dataset
+    from seal_hub.training.warmup import ABSTAIN, CLOSING, run_warmup, warmup_conversations, warmup_dataset
 
-    dataset = warmup_dataset(suite, suite.select(["multi_turn_base_1", "multi_turn_miss_param_0"]))
-    first = dataset[0]["messages"]
+    tasks = suite.select(["multi_turn_base_1", "multi_turn_miss_param_0"])
+    conversations = warmup_conversations(suite, tasks)
+    first = conversations[0]["messages"]
     task = suite.task("multi_turn_base_1")
-    calls = [m for m in first if m["role"] == "assistant" and m["tool_calls"]]
+    calls = [m for m in first if m["role"] == "assistant" and m.get("tool_calls")]
     assert [[c["function"]["name"] for c in m["tool_calls"]] for m in calls] == [
         [c.name for c in turn] for turn in task.ground_truth
     ]
     tool_outputs = [m["content"] for m in first if m["role"] == "tool"]
     assert tool_outputs == list(o for turn in suite.ground_truth(task).turns for o in turn.outputs)
-    assert [m["content"] for m in first if m["role"] == "assistant" and not m["tool_calls"]] == [
+    assert [m["content"] for m in first if m["role"] == "assistant" and not m.get("tool_calls")] == [
         CLOSING
     ] * task.num_turns
+    assert all(isinstance(c["function"]["arguments"], dict) for m in calls for c in m["tool_calls"])  # as rollouts
     abstaining = suite.task("multi_turn_miss_param_0")
-    replies = [m["content"] for m in dataset[1]["messages"] if m["role"] == "assistant" and not m["tool_calls"]]
+    second = conversations[1]["messages"]
+    replies = [m["content"] for m in second if m["role"] == "assistant" and not m.get("tool_calls")]
     assert replies == [CLOSING if calls else ABSTAIN for calls in abstaining.ground_truth]
 
     policy = tiny_policy(tiny_dir)
     model, tokenizer = load_policy(policy)
+    dataset = warmup_dataset(suite, tasks, tokenizer)
+    row = dataset[0]
+    taught = tokenizer.decode([i for i, label in zip(row["input_ids"], row["labels"], strict=True) if label != -100])
+    assert taught.count("<tool_call>") == sum(len(turn) for turn in task.ground_truth)  # the calls are the loss
+    assert '"arguments": {' in taught and '"arguments": "' not in taught  # objects, not JSON text in a string
     model = get_peft_model(model, lora_config(policy))
     before = {n: p.detach().clone() for n, p in model.named_parameters() if p.requires_grad}
     run_warmup(

@@ -13,8 +13,8 @@ with a plain message), so `seal-hub eval --model oracle` checks every suite's pr
 `SUITES` maps a suite's name to a zero-argument factory that imports it lazily (optional extras stay
 optional); `load_suite` gives a one-line error for an unknown name or a missing extra.
 
-Not covered: scoring beyond per-episode verdicts (`seal_hub.evaluation`), the turn labels (BFCL multi-turn
-only, `seal_hub.diagnosis`).
+Not covered: scoring beyond per-episode verdicts (`seal_hub.evaluation`), the turn labels (bfcl and
+bfcl-single, `seal_hub.diagnosis`), which suites can train (`seal_hub.training.suites`).
 """
 
 from __future__ import annotations

@@ -1,9 +1,10 @@
 """The task table every out-of-distribution suite shares: lookup by id, selection, and what a split means.
 
-The OOD suites (`bfcl-single`, `bfcl-memory`, `tau2-telecom`) are evaluation-only: no task of theirs is ever
-trained on, so their splits are simple. `test` and `all` are every task; a category name is that category's
-tasks; a split file (JSON with a `test` list, as the BFCL split files) picks ids by hand. Anything else is a
-`SuiteError` that names the choices. One error message per mistake, one line each.
+The OOD suites (`bfcl-single`, `bfcl-memory`, `tau2-telecom`) share simple splits: `test` and `all` are every
+task; a category name is that category's tasks; a split file (JSON with a `test` list, as the BFCL split files)
+picks ids by hand. Anything else is a `SuiteError` that names the choices. One error message per mistake, one
+line each. bfcl-single, which can also train, puts `train` and `test` halves on top
+(`seal_hub.envs.bfcl_single.suite`).
 
 Not covered: the tasks themselves (each suite's own `tasks.py`).
 """

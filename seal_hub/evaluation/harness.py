@@ -39,10 +39,10 @@ class EvalResult:
 
 
 def has_turn_labels(suite: Suite) -> bool:
-    """Whether the diagnosis can label the suite's turns (BFCL multi-turn only)."""
-    from seal_hub.envs.bfcl import BfclSuite
+    """Whether the diagnosis can label the suite's turns (`seal_hub.diagnosis.TURN_LABELERS`)."""
+    from seal_hub.diagnosis import TURN_LABELERS
 
-    return isinstance(suite, BfclSuite)
+    return suite.name in TURN_LABELERS
 
 
 def diagnosis_records(suite: Suite, trajectories: Sequence[Trajectory]) -> list[dict] | None:
@@ -50,7 +50,7 @@ def diagnosis_records(suite: Suite, trajectories: Sequence[Trajectory]) -> list[
         return None
     from seal_hub.diagnosis import diagnose, diagnosis_rows
 
-    return diagnosis_rows(trajectories, [diagnose(t, suite.task(t.task_id)) for t in trajectories])
+    return diagnosis_rows(trajectories, [diagnose(t, suite.task(t.task_id), suite.name) for t in trajectories])
 
 
 def run_evaluation(

@@ -17,7 +17,7 @@ added, never renamed)::
 ``average`` is the unweighted mean of the per-category success rates (the paper's "avg"). ``wall_seconds`` is
 the time of the run that finished the evaluation; ``resumed_tasks`` counts the tasks read back from an
 interrupted one. `trajectories.parquet` has `seal_hub.rollout.records.FEATURES` and `diagnoses.parquet`
-`seal_hub.diagnosis.DIAGNOSIS_FEATURES` (BFCL multi-turn only: the other suites have no turn labels), the
+`seal_hub.diagnosis.DIAGNOSIS_FEATURES` (bfcl and bfcl-single: the other suites have no turn labels), the
 same as a training run's records, so the replay Space and `datasets` read either.
 
 Not covered: running the tasks (`seal_hub.evaluation.harness`).

@@ -44,7 +44,7 @@ def _diagnose(args: argparse.Namespace) -> int:
         raise FileNotFoundError(f"no trajectory Parquet files under {root} (seal-hub rollout writes them)")
     trajectories = [t for path in files for t in read_trajectories(path)]
     suite = load_suite(args.suite)
-    diagnoses = [diagnose(t, suite.task(t.task_id)) for t in trajectories]
+    diagnoses = [diagnose(t, suite.task(t.task_id), suite.name) for t in trajectories]
     profile = FailureProfile.of(diagnoses)
     print(f"{len(trajectories)} rollouts, {profile.turns} labelled turns, from {len(files)} file(s)")
     print(f"{'label':<20} {'turns':>6} {'prevalence':>11} {'mean reward':>12} {'rho':>6}")

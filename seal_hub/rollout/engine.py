@@ -72,7 +72,13 @@ class RolloutConfig:
         metadata={"help": "Tool-call format: hermes, llama3 or pythonic; unset: inferred from the chat template."},
     )
     sampling: SamplingConfig = field(default_factory=SamplingConfig)
-    episode: EpisodeConfig = field(default_factory=EpisodeConfig)
+    episode: EpisodeConfig = field(
+        default_factory=EpisodeConfig,
+        metadata={
+            "help": "Episode settings, handed to `suite.episode(task, config)`: BFCL multi-turn reads them all, "
+            "bfcl-memory its max_steps_per_turn; bfcl-single (one answer) and tau2-telecom keep their own limits."
+        },
+    )
 
     def __post_init__(self) -> None:
         for name in ("num_generations", "max_live_episodes", "max_context_tokens"):

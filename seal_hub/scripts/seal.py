@@ -1,4 +1,4 @@
-"""SEAL: train a tool-use policy and its learning environment together, on BFCL v3 multi-turn.
+"""SEAL: train a tool-use policy and its learning environment together, on BFCL v3 multi-turn or single-turn.
 
 The training script, shipped in the package: `seal-hub train` runs it in this process, `recipes/seal.py` is
 its `accelerate launch` entry in a checkout, and `accelerate launch -m seal_hub.scripts.seal` launches it from
@@ -13,9 +13,12 @@ with the package (`seal_hub/scripts/configs/demo_cpu.yaml`, the same file as `re
     accelerate launch --config_file recipes/accelerate/zero3.yaml -m seal_hub.scripts.seal \
         --config recipes/configs/paper_full_ft.yaml
 
+`--suite bfcl-single` trains on BFCL single-turn instead (one checked answer per question; its training half of
+the shipped half/half split, the other half held out); `seal_hub.training.suites` says which suites can train.
+
 Ablations of the paper, same recipe and budget: `--env_adaptation false`, `--reweighting false`,
 `--closed_loop false`; all three false is vanilla GRPO. `--sft_warmup_steps N` first fits the training
-tasks' ground truth with SFT (format teaching for small models; off by default). Relaunching with the same
+tasks' reference answers with SFT (format teaching for small models; off by default). Relaunching with the same
 `--output_dir` resumes from its last complete checkpoint; a run that already reached `max_steps` trains
 nothing more (it saves the final adapter and publishes what a kill left unpublished, then says it is
 complete); relaunch with a larger `--max_steps` to extend it. `--eval_every_steps N --eval_tasks M`: every N
@@ -51,7 +54,8 @@ from accelerate import PartialState
 from peft import get_peft_model
 from trl import TrlParser
 
-from seal_hub.envs.bfcl import BfclSuite, resolve_split
+from seal_hub.envs.bfcl import Split, SplitError
+from seal_hub.envs.suite import Suite, SuiteError, load_suite
 from seal_hub.hub import HubError, PublishConfig
 from seal_hub.hub.sources import SourceError, attach_adapter, check_base_model, derive_interface, run_sources
 from seal_hub.interface import InterfaceError
@@ -60,6 +64,7 @@ from seal_hub.models import PolicyConfig, load_policy, lora_config
 from seal_hub.run_records import last_checkpoint, read_metrics
 from seal_hub.training import SealConfig, SealTrainer
 from seal_hub.training.held_out import held_out_tasks
+from seal_hub.training.suites import TRAINABLE, training_suite
 from seal_hub.training.warmup import run_warmup, warmup_dataset
 
 # the CPU demo, the default without --config (package data; recipes/configs/demo_cpu.yaml is the same file)
@@ -68,12 +73,16 @@ DEFAULT_CONFIG = Path(__file__).parent / "configs" / "demo_cpu.yaml"
 
 @dataclass
 class SealScriptArguments:
-    suite: str = field(default="bfcl", metadata={"help": "Environment suite.", "choices": ["bfcl"]})
-    split_file: str = field(
-        default="paper",
+    suite: str = field(
+        default="bfcl",
+        metadata={"help": f"Suite to train on: {', '.join(TRAINABLE)} (seal_hub.training.suites: why no others)."},
+    )
+    split_file: str | None = field(
+        default=None,
         metadata={
-            "help": "'paper': the SEAL paper's 400/400 split (shipped with the package); 'stratified': our seeded "
-            "stratified split (split_seed); else a JSON file with 'train'/'test' task-id lists."
+            "help": "Unset: the suite's shipped split (bfcl: 'paper', the SEAL paper's 400/400 split; bfcl-single: "
+            "half of every category, seed 0); 'stratified': our seeded stratified split (split_seed); else a JSON "
+            "file with 'train'/'test' task-id lists."
         },
     )
     split_seed: int = field(default=0, metadata={"help": "Seed of the stratified split (split_file 'stratified')."})
@@ -119,12 +128,17 @@ class SealScriptArguments:
         },
     )
 
+    def __post_init__(self) -> None:
+        training_suite(self.suite)  # a suite that cannot train: one line that says why and names those that can
 
-def task_split(suite: BfclSuite, args: SealScriptArguments):
-    return resolve_split(args.split_file, known_ids=set(suite.tasks), seed=args.split_seed, tasks=suite.tasks)
+
+def task_split(suite: Suite, args: SealScriptArguments) -> Split:
+    """The suite's train and test ids under `split_file` (unset: the suite's shipped split)."""
+    train, test = (suite.split_ids(name, args.split_file, seed=args.split_seed) for name in ("train", "test"))
+    return Split(train, test, source=args.split_file or "default")
 
 
-def training_tasks(suite: BfclSuite, args: SealScriptArguments):
+def training_tasks(suite: Suite, args: SealScriptArguments):
     split = task_split(suite, args)
     tasks = suite.select(split.train)
     if args.task_order == "shortest":
@@ -135,14 +149,15 @@ def training_tasks(suite: BfclSuite, args: SealScriptArguments):
 CHARS_PER_TURN = 400  # about one model reply of ~100 tokens per user turn
 
 
-def prompt_size(suite: BfclSuite, task) -> int:
+def prompt_size(suite: Suite, task) -> int:
     """A tokenizer-free proxy for an episode's length in characters: the first prompt (tool schemas and
-    first user turn), the later user turns, and room for one reply per turn."""
+    first user turn), the later user turns, and room for one reply per turn (a single-turn task: one turn)."""
     episode = suite.episode(task)
     observation = episode.reset()
     episode.close()
-    user_text = sum(len(m.content) for turn in task.turns for m in turn)
-    return len(str(observation.tools)) + user_text + CHARS_PER_TURN * task.num_turns
+    turns = getattr(task, "turns", None) or [observation.messages]
+    user_text = sum(len(m.content) for turn in turns for m in turn)
+    return len(str(observation.tools)) + user_text + CHARS_PER_TURN * len(turns)
 
 
 def use_cpu_cores() -> None:
@@ -158,7 +173,7 @@ def use_cpu_cores() -> None:
 
 def main(script_args: SealScriptArguments, training_args: SealConfig, model_args: PolicyConfig) -> None:
     use_cpu_cores()
-    suite = BfclSuite()
+    suite = load_suite(script_args.suite)
     tasks = training_tasks(suite, script_args)
     with PartialState().main_process_first():  # resolved once, recorded in output_dir/sources.json; relaunch reuses
         _, environment, adapter = run_sources(
@@ -178,7 +193,7 @@ def main(script_args: SealScriptArguments, training_args: SealConfig, model_args
         run_warmup(
             model,
             tokenizer,
-            warmup_dataset(suite, tasks),
+            warmup_dataset(suite, tasks, tokenizer),
             script_args.sft_warmup_steps,
             output_dir=str(Path(training_args.output_dir) / "sft-warmup"),
             learning_rate=script_args.sft_learning_rate,
@@ -202,7 +217,7 @@ def main(script_args: SealScriptArguments, training_args: SealConfig, model_args
         )
         if script_args.publish_run
         else None,
-        held_out_tasks=held_out_tasks(suite, task_split(suite, script_args).ids("test"), training_args.eval_tasks)
+        held_out_tasks=held_out_tasks(suite, task_split(suite, script_args).test, training_args.eval_tasks)
         if training_args.eval_every_steps
         else None,
     )
@@ -273,7 +288,7 @@ def run(argv: Sequence[str] | None = None, prog: str = "seal-hub train") -> int:
         return 2
     try:
         main(*args)
-    except (HubError, SourceError, InterfaceError) as exc:  # a reference or source to fix
+    except (HubError, SourceError, InterfaceError, SuiteError, SplitError) as exc:  # a reference, source, split to fix
         print(f"{prog}: error: {exc}", file=sys.stderr)
         return 2
     return 0

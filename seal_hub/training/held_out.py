@@ -3,11 +3,11 @@
 limit, as `seal-hub eval` scores), counted per category.
 
 `evaluate_held_out` is one function over the existing `RolloutEngine`, so the trainer can call it every
-`eval_every_steps` and a later evaluation harness can replace it without touching the trainer. `held_out_tasks`
-picks the subset: categories interleaved (base, miss_func, miss_param, long_context, base, ...) in the split's
-order, so a small count still covers every category. The result is logged as `eval_success_rate` and
-`eval_success_rate/<category>` (trackio and wandb show them as `eval/...`) and written to
-`held_out/step_NNNNNN.json` in the run directory, where `seal-hub report` finds it.
+`eval_every_steps` and a later evaluation harness can replace it without touching the trainer; it runs any
+suite's episodes. `held_out_tasks` picks the subset: categories interleaved in the split's order (BFCL: base,
+miss_func, miss_param, long_context, base, ...), so a small count still covers every category. The result is
+logged as `eval_success_rate` and `eval_success_rate/<category>` (trackio and wandb show them as `eval/...`) and
+written to `held_out/step_NNNNNN.json` in the run directory, where `seal-hub report` finds it.
 
 Not covered: the full 400-task evaluation with its own records and cards (`seal-hub eval`).
 """
@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from seal_hub.envs.bfcl import BfclSuite, Task
+from seal_hub.envs.suite import Suite, SuiteTask
 from seal_hub.evaluation.protocol import EvalProtocol
 from seal_hub.interface import InterfaceSnapshot
 from seal_hub.models.tool_style import resolve_tool_style
@@ -77,16 +77,16 @@ class HeldOutResult:
         }
 
 
-def held_out_tasks(suite: BfclSuite, test_ids: Sequence[str], count: int) -> list[Task]:
+def held_out_tasks(suite: Suite, test_ids: Sequence[str], count: int) -> list[SuiteTask]:
     """The first `count` tasks of the test split, taking the categories in turn."""
     if count < 1:
         raise ValueError(f"eval_tasks must be >= 1, got {count}")
     if not test_ids:
         raise ValueError("the split has no test tasks to evaluate on; give a split file with a 'test' list")
-    by_category: dict[str, list[Task]] = {}
+    by_category: dict[str, list[SuiteTask]] = {}
     for task in suite.select(list(test_ids)):
         by_category.setdefault(task.category, []).append(task)
-    chosen: list[Task] = []
+    chosen: list[SuiteTask] = []
     queues = list(by_category.values())
     while len(chosen) < count and any(queues):
         for queue in queues:
@@ -98,8 +98,8 @@ def held_out_tasks(suite: BfclSuite, test_ids: Sequence[str], count: int) -> lis
 def evaluate_held_out(
     backend: GenerationBackend,
     tokenizer,
-    suite: BfclSuite,
-    tasks: Sequence[Task],
+    suite: Suite,
+    tasks: Sequence[SuiteTask],
     settings: HeldOutSettings,
     policy: PolicyInfo,
     step: int,

@@ -1,6 +1,10 @@
 """SEAL on TRL: a `GRPOTrainer` whose rollouts come from the multi-turn engine and whose advantages the
 diagnosis reweights, with the learning interface evolving as training goes.
 
+Any trainable suite (`seal_hub.training.suites`: BFCL multi-turn, BFCL single-turn) goes through the same loop:
+its episodes come from the suite, its turns are labelled by its own rules (`seal_hub.diagnosis.diagnose` with the
+suite's name), and the interface's recovery hints evolve only where its tools can fail.
+
 Why `rollout_func` and not `environment_factory`: TRL's environment loop runs one user message per episode
 and calls tools it finds on the environment object, while a BFCL task has several user turns, tools revealed
 mid-episode, and a verdict per turn. `rollout_func` lets our engine run whole episodes (batched, KV-cached)
@@ -60,7 +64,8 @@ from trl.models import unwrap_model_for_generation
 
 from seal_hub.console import acknowledge_rollout_func
 from seal_hub.diagnosis import FailureProfile, Label, diagnose
-from seal_hub.envs.bfcl import BfclSuite, EpisodeConfig, Task
+from seal_hub.envs.bfcl import EpisodeConfig
+from seal_hub.envs.suite import Suite, SuiteTask
 from seal_hub.evolve import (
     RhoWindow,
     evolve,
@@ -88,6 +93,7 @@ from seal_hub.training.config import SealConfig
 from seal_hub.training.held_out import HeldOutResult, HeldOutSettings, evaluate_held_out, write_held_out
 from seal_hub.training.loop_state import LoopStateBinder, SealLoopState, export_loop_state, import_loop_state
 from seal_hub.training.shared_prompt import shared_prompt_logps, shares_prompts
+from seal_hub.training.suites import training_suite
 
 if TYPE_CHECKING:
     from seal_hub.hub import PublishConfig
@@ -173,8 +179,8 @@ class SealTrainer(GRPOTrainer):
         self,
         model,
         args: SealConfig,
-        suite: BfclSuite,
-        train_tasks: list[Task],
+        suite: Suite,
+        train_tasks: list[SuiteTask],
         processing_class,
         peft_config=None,
         interface: InterfaceSnapshot | None = None,
@@ -182,10 +188,11 @@ class SealTrainer(GRPOTrainer):
         callbacks: list | None = None,
         backend_factory: Callable[[Any, Any, int], GenerationBackend] | None = None,
         publish: PublishConfig | None = None,
-        held_out_tasks: list[Task] | None = None,
+        held_out_tasks: list[SuiteTask] | None = None,
     ) -> None:
+        support = training_suite(suite.name)  # a suite that cannot train says why, in one line
         if not train_tasks:
-            raise ValueError("train_tasks is empty: give the BFCL tasks to train on")
+            raise ValueError(f"train_tasks is empty: give the {suite.name} tasks to train on")
         if args.eval_every_steps and not held_out_tasks:
             raise ValueError(
                 "eval_every_steps > 0 needs held_out_tasks (seal_hub.training.held_out.held_out_tasks of the test "
@@ -198,7 +205,10 @@ class SealTrainer(GRPOTrainer):
         self.backend_factory = backend_factory or self._default_backend
         self.interface = interface or starting_interface(suite.name, args.interface_mode, args.env_adaptation)
         self.evolve_config = evolve_config_for(
-            args.interface_mode, closed_loop_rho=args.closed_loop, **args.evolve_settings()
+            args.interface_mode,
+            tool_errors=support.tool_errors,
+            closed_loop_rho=args.closed_loop,
+            **args.evolve_settings(),
         )
         self.window = RhoWindow(self.evolve_config, rho=dict(self.interface.rho))  # a published start's rho
         self.window_epoch = 0
@@ -281,6 +291,7 @@ class SealTrainer(GRPOTrainer):
             max_context_tokens=args.max_context_tokens,
             parser_style=args.parser_style,
             sampling=SamplingConfig(args.temperature, args.top_p, args.max_new_tokens, args.seed + step, args.top_k),
+            # the multi-turn suites' step limits; a suite with its own limits (bfcl-single: one answer) ignores them
             episode=EpisodeConfig(
                 max_steps_per_turn=args.max_steps_per_turn, max_steps_per_episode=args.max_steps_per_episode
             ),
@@ -290,7 +301,7 @@ class SealTrainer(GRPOTrainer):
             backend = self.backend_factory(model, tokenizer, step)
             engine = RolloutEngine(backend, tokenizer, self.suite, config, PolicyInfo(self.policy_id), interface)
             trajectories = engine.run(tasks)
-        diagnoses = [diagnose(t, self.suite.task(t.task_id)) for t in trajectories]
+        diagnoses = [diagnose(t, self.suite.task(t.task_id), self.suite.name) for t in trajectories]
         # every rank's rollouts: the loop updates from all of them, the records keep all of them. The released
         # order: observe the batch, update rho, then weight this same batch with the new rho.
         all_trajectories, all_diagnoses = gather_object(trajectories), gather_object(diagnoses)

@@ -1,84 +1,152 @@
-"""Optional SFT warm-up on the training split's ground truth: teach a small model the tool-call format.
+"""Optional SFT warm-up on the training split's reference answers: teach a small model the tool-call format.
 
 Reinforcement learning needs some rollouts to succeed before GRPO has an advantage to follow; a 135M model
-never emits a well-formed BFCL call on its own. The warm-up replays each training task's ground truth
-through the environment and turns it into a conversation in the chat-template format the rollouts use:
-per turn, the user's message, one assistant message with the ground-truth tool calls, the real tool results
-(rendered through the same learning interface), and a short closing reply; a turn whose ground truth makes no
-call gets an abstention reply instead. TRL's `SFTTrainer` then fits the assistant messages only
-(`assistant_only_loss`), on the same LoRA adapter GRPO goes on to train. Off by default (`sft_warmup_steps=0`).
+never emits a well-formed call on its own. The warm-up turns each training task's reference answer into a
+conversation, per suite (`CONVERSATIONS`, a plain dict by suite name):
 
-Not covered: distilling from a stronger model's trajectories (any `datasets` conversation set works with
-`run_warmup`).
+- bfcl: the ground truth replayed through the environment: per turn, the user's message, one assistant message
+  with the ground-truth calls, the real tool results (rendered through the same learning interface), and a short
+  closing reply; a turn whose ground truth makes no call gets an abstention reply instead;
+- bfcl-single: the question and one assistant message with the answer key's calls (`key_calls`: each argument's
+  first accepted value); an irrelevance question gets the abstention reply. Only answers the suite's own checker
+  passes are taught: live_relevance (no key: any call passes, so there is nothing right to teach) and BFCL's few
+  defective keys are left out.
+
+What is taught is what the rollouts show and the parser reads: the first prompt is the engine's
+(`first_messages`: the interface's system prompt and tools), each model message is the engine's
+(`assistant_message`: calls with their arguments as JSON objects, as the chat template writes them and the
+parser reads them back), tool results are the engine's (`observation_messages`), and the tokens are cut as the
+engine cuts them: the chat template's text up to each generation prompt is context, and each assistant message
+up to its end-of-turn token is the loss (`conversation_tokens`). The dataset holds `input_ids` and `labels`
+(-100 off the assistant tokens), which TRL's `SFTTrainer` takes as they are, on the same LoRA adapter GRPO goes on
+to train. Off by default (`sft_warmup_steps=0`).
+
+Not covered: distilling from a stronger model's trajectories (any tokenized dataset works with `run_warmup`).
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from datasets import Dataset
 
 from seal_hub.envs.bfcl import BfclSuite, EpisodeConfig, Task
 from seal_hub.envs.protocol import Action
+from seal_hub.envs.suite import Suite, SuiteTask
 from seal_hub.interface import InterfaceSnapshot
+from seal_hub.models.end_tokens import template_end_of_turn
+from seal_hub.rollout.engine import (
+    ChatRenderer,
+    TemplateError,
+    assistant_message,
+    first_messages,
+    observation_messages,
+)
 
 CLOSING = "Done."
 ABSTAIN = (
     "I can't do that with the tools I have, or I'm missing something I need: could you give me the missing "
     "details, or tell me what to do instead?"
 )
+Conversation = dict[str, Any]  # {"messages": chat messages, "tools": the tools shown}
 
 
-def ground_truth_conversation(suite: BfclSuite, task: Task, interface: InterfaceSnapshot) -> dict[str, Any]:
-    """One task's ground truth as a chat conversation ({"messages", "tools"}), with real tool outputs."""
+def ground_truth_conversation(suite: BfclSuite, task: Task, interface: InterfaceSnapshot) -> Conversation:
+    """One multi-turn task's ground truth as a chat conversation, with real tool outputs."""
     episode = suite.episode(task, EpisodeConfig(allow_hidden_tools=True))
-    observation = episode.reset()
-    tools = interface.render_tools(observation.tools)
-    system = interface.system_prompt()
-    messages: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
-    messages += [m.to_chat() for m in observation.messages]
+    messages, tools = first_messages(interface, episode.reset())
     with episode:
         for calls in task.ground_truth:
             if calls:
-                results = episode.step(Action(tool_calls=calls)).observation.tool_results
-                messages.append(
-                    {
-                        "role": "assistant",
-                        "content": "",
-                        "tool_calls": [
-                            {"type": "function", "function": {"name": c.name, "arguments": json.dumps(c.arguments)}}
-                            for c in calls
-                        ],
-                    }
-                )
-                messages += [
-                    {"role": "tool", "name": r.call.name, "content": interface.render_result(r)} for r in results
-                ]
-            messages.append({"role": "assistant", "content": CLOSING if calls else ABSTAIN})
-            step = episode.step(Action(content=messages[-1]["content"]))
+                messages.append(assistant_message(Action(tool_calls=calls)))
+                observation = episode.step(Action(tool_calls=calls)).observation
+                messages += observation_messages(interface, tools, observation)
+            reply = Action(content=CLOSING if calls else ABSTAIN)
+            messages.append(assistant_message(reply))
+            step = episode.step(reply)
             if not step.done:
-                messages += [m.to_chat() for m in step.observation.messages]
+                messages += observation_messages(interface, tools, step.observation)
     return {"messages": messages, "tools": tools}
 
 
-def warmup_dataset(suite: BfclSuite, tasks: Sequence[Task], interface: InterfaceSnapshot | None = None) -> Dataset:
+def answer_key_conversation(suite: Suite, task: Any, interface: InterfaceSnapshot) -> Conversation | None:
+    """One single-turn question and its answer key's calls (an abstention where no call belongs); None where
+    there is no key to teach or the checker refuses the key."""
+    if task.expects_calls and task.possible_answer is None:
+        return None
+    episode = suite.episode(task)
+    messages, tools = first_messages(interface, episode.reset())
+    [actions] = suite.oracle_steps(task)
+    answer = actions[0] if actions else Action(content=ABSTAIN)
+    passed = episode.step(answer).reward == 1.0
+    episode.close()
+    return {"messages": [*messages, assistant_message(answer)], "tools": tools} if passed else None
+
+
+CONVERSATIONS: dict[str, Callable[[Any, Any, InterfaceSnapshot], Conversation | None]] = {
+    "bfcl": ground_truth_conversation,
+    "bfcl-single": answer_key_conversation,
+}
+
+
+def warmup_conversations(
+    suite: Suite, tasks: Sequence[SuiteTask], interface: InterfaceSnapshot | None = None
+) -> list[Conversation]:
+    """The reference answers of `tasks` as conversations (tasks with nothing to teach are left out)."""
+    build = CONVERSATIONS.get(suite.name)
+    if build is None:
+        raise ValueError(f"no SFT warm-up for suite {suite.name!r}; suites with one: {', '.join(CONVERSATIONS)}")
     interface = interface or InterfaceSnapshot.null(suite.name)
-    rows = [ground_truth_conversation(suite, task, interface) for task in tasks]
-    # tools as JSON text: their schemas differ too much for one Arrow type; TRL decodes the string
-    return Dataset.from_list([{"messages": r["messages"], "tools": json.dumps(r["tools"])} for r in rows])
+    return [c for c in (build(suite, task, interface) for task in tasks) if c is not None]
+
+
+def conversation_tokens(tokenizer, conversation: Conversation) -> dict[str, list[int]]:
+    """`input_ids` and `labels` of a conversation as the rollout engine would hold it: the template's text up to
+    each generation prompt is context (-100), each assistant message up to its end-of-turn token is the loss."""
+    end = template_end_of_turn(tokenizer)
+    if end is None:
+        raise TemplateError("the chat template ends no assistant message with a special token; the warm-up needs one")
+    renderer = ChatRenderer(tokenizer, end)
+    messages, tools = conversation["messages"], conversation["tools"]
+    ids: list[int] = []
+    labels: list[int] = []
+    done = ""
+    for index, message in enumerate(messages):
+        if message["role"] != "assistant":
+            continue
+        prompt = renderer.text(messages[:index], tools, generation_prompt=True)
+        full = renderer.text(messages[: index + 1], tools, generation_prompt=False)
+        if not (prompt.startswith(done) and full.startswith(prompt)):
+            raise TemplateError("the chat template re-renders earlier messages when one is appended")
+        reply = full[len(prompt) :]
+        cut = reply.find(end)
+        reply = reply[: cut + len(end)] if cut >= 0 else reply
+        context, answer = renderer.encode(prompt[len(done) :]), renderer.encode(reply)
+        ids += context + answer
+        labels += [-100] * len(context) + answer
+        done = prompt + reply
+    return {"input_ids": ids, "labels": labels}
+
+
+def warmup_dataset(
+    suite: Suite, tasks: Sequence[SuiteTask], tokenizer, interface: InterfaceSnapshot | None = None
+) -> Dataset:
+    """The warm-up's training set: each task's reference conversation, tokenized (`conversation_tokens`)."""
+    rows = [conversation_tokens(tokenizer, c) for c in warmup_conversations(suite, tasks, interface)]
+    if not rows:
+        raise ValueError(f"none of the {len(tasks)} training tasks has a reference answer to warm up on")
+    return Dataset.from_list(rows)
 
 
 def run_warmup(model, tokenizer, dataset: Dataset, steps: int, output_dir: str, learning_rate: float = 1e-4, **sft):
-    """`steps` optimizer steps of TRL's SFTTrainer on `dataset` (assistant tokens only); returns the model."""
+    """`steps` optimizer steps of TRL's SFTTrainer on `dataset` (its `labels`: assistant tokens only)."""
     from trl import SFTConfig, SFTTrainer
 
     config = SFTConfig(
         output_dir=output_dir,
         max_steps=steps,
         learning_rate=learning_rate,
-        assistant_only_loss=True,
         report_to=[],
         save_strategy="no",
         logging_steps=1,

@@ -1,4 +1,5 @@
-"""BFCL single-turn (AST and relevance categories) as an evaluation suite, scored by bfcl-eval's own checker."""
+"""BFCL single-turn (AST and relevance categories) as an evaluation and training suite, scored by bfcl-eval's own
+checker; its train/test split ships in `data/split.json` (`splits.py`)."""
 
 from seal_hub.envs.bfcl_single.checker import check
 from seal_hub.envs.bfcl_single.episode import SingleEpisode

@@ -5,7 +5,11 @@ argument whose first accepted value is `""` (BFCL's "may be omitted") is left ou
 categories' oracle makes no call. live_relevance has no key (any call passes there), so its oracle is a
 script, and says so: it calls the first offered function with placeholder values for the required arguments.
 
-Not covered: training on these tasks (evaluation only; every split is a test split).
+Splits: `train` and `test` are the shipped half split (`splits.py`: half of every category, seed 0), `all`
+is every task, a category name is all of that category; `split_file` takes a split JSON by path, or
+'stratified' for the same kind of split made with another seed.
+
+Not covered: executing answers (they are checked, never run: `checker.py`).
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from seal_hub.envs.bfcl_single.episode import SingleEpisode
+from seal_hub.envs.bfcl_single.splits import PACKAGED, fraction_split, packaged_split
 from seal_hub.envs.bfcl_single.tasks import (
     ABSTAIN_CATEGORIES,
     CATEGORIES,
@@ -21,7 +26,8 @@ from seal_hub.envs.bfcl_single.tasks import (
     load_tasks,
 )
 from seal_hub.envs.protocol import Action, ToolCall
-from seal_hub.envs.task_table import TaskTable
+from seal_hub.envs.suite import SuiteError
+from seal_hub.envs.task_table import WHOLE_SPLITS, TaskTable
 
 _PLACEHOLDER = {"string": "example", "integer": 1, "float": 1.0, "number": 1.0, "boolean": True}
 
@@ -77,6 +83,24 @@ class BfclSingleSuite(TaskTable):
 
     def __init__(self, tasks: dict[str, SingleTask] | None = None, categories: tuple[str, ...] = CATEGORIES) -> None:
         self.tasks: dict[str, SingleTask] = tasks if tasks is not None else load_tasks(categories)
+
+    def split_ids(self, split: str, split_file: str | None = None, seed: int = 0) -> tuple[str, ...]:
+        """`train` / `test`: the shipped half split (`split_file` None or 'packaged'), or with `split_file`
+        'stratified' the half split seeded by `seed`, or a split file's lists; `all`: every task; a category:
+        all of its tasks."""
+        if split in ("train", "test"):
+            if split_file is None or split_file == PACKAGED:
+                return tuple(task_id for task_id in packaged_split().ids(split) if task_id in self.tasks)
+            if split_file == "stratified":
+                return fraction_split(self.tasks, seed=seed).ids(split)
+        elif split not in WHOLE_SPLITS and split not in self.categories:
+            choices = ", ".join(self.categories)
+            raise SuiteError(
+                f"unknown split {split!r} for suite {self.name}; choose train, test, all or a category: {choices}"
+            )
+        if split_file in (None, PACKAGED, "stratified"):
+            return super().split_ids(split)
+        return super().split_ids(split, split_file, seed)
 
     def oracle_steps(self, task: SingleTask) -> list[list[Action]]:
         """One turn: the answer key's calls (none for irrelevance; the scripted call for live_relevance)."""
