@@ -63,7 +63,7 @@ class Access:
         return text
 
     def run(self, value: object, name: str = "run") -> str:
-        """The run to open: as typed (local), or a checked ``scheme://NS/RUN[@REV]`` (deployed); "" for none."""
+        """The run to open: as typed (local), or a checked ``[scheme://]NS/RUN[@REV]`` (deployed); "" for none."""
         spec = self.text(value, name)
         if not self.public or not spec:
             return spec
@@ -73,12 +73,14 @@ class Access:
             ref = Ref.parse(spec)
         except HubError:
             raise ReplayError(f"{name} {cut(spec)!r} is not a run reference (NS/RUN)") from None
-        if (ref.backend or configured_backend()) != self.backend:
+        if ref.backend not in (None, self.backend):
             raise ReplayError(f"{name} {cut(spec)!r}: this Space reads runs from the {self.backend} registry only")
         if ref.repo_id not in self.runs and ref.repo_id.split("/")[0] not in self.runs:
             raise ReplayError(f"{name} {cut(spec)!r} is not offered here (runs of: {', '.join(self.runs)})")
         revision = f"@{self.revision(ref.revision)}" if ref.revision else ""
-        return f"{_SCHEMES[self.backend]}{ref.repo_id}{revision}"
+        # without a scheme a run means this Space's registry (named only where the default would differ)
+        scheme = ref.scheme or ("" if configured_backend() == self.backend else _SCHEMES[self.backend])
+        return f"{scheme}{ref.repo_id}{revision}"
 
     def revision(self, value: object, name: str = "revision") -> str:
         """A revision as typed (local), or one of tag shape (deployed)."""

@@ -309,11 +309,12 @@ class Page:
     def checked(self, selection: Selection) -> Selection:
         """`selection` with every field passed through the visitor rules (refusals raise `ReplayError`)."""
         access = self.space.access
+        run, revision = access.run(selection.run), access.revision(selection.revision)
         text = {
             name: access.text(getattr(selection, name), name)
             for name in ("iteration", "version", "task", "label", "category", "outcome", "search")
         }
-        return replace(selection, run=access.run(selection.run), revision=access.revision(selection.revision), **text)
+        return replace(selection, run=run, revision=revision, **text)
 
     def selection(self, run, rev, iteration, version, label, category, outcome, search, task, rollout) -> Selection:
         rollout_text = self.space.access.text(rollout, "rollout") or "0"
@@ -627,7 +628,8 @@ def wire_live(page: Page) -> None:
     )
 
 
-def build(space: Space) -> gr.Blocks:
+def build(space: Space) -> tuple[gr.Blocks, Page]:
+    """The page for `space`, its queue set (live episodes bounded, browsing free), and its handlers."""
     with gr.Blocks(title="SEAL replay") as demo:
         header(space)
         status = gr.Markdown("", elem_id="seal-status")
@@ -659,11 +661,11 @@ def build(space: Space) -> gr.Blocks:
             page.live_versions, [browse.run, browse.rev], [live.version], api_name=False, concurrency_limit=None
         )
     settings = space.settings
-    return demo.queue(default_concurrency_limit=settings.live_concurrency, max_size=settings.queue_size)
+    return demo.queue(default_concurrency_limit=settings.live_concurrency, max_size=settings.queue_size), page
 
 
 SPACE = Space.create(SpaceSettings.read(HERE))
-demo = build(SPACE)
+demo, PAGE = build(SPACE)
 
 if __name__ == "__main__":
     demo.launch(css=CSS, theme=THEME, ssr_mode=False)
