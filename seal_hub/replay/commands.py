@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import os
+import sys
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -42,6 +43,7 @@ def _serve(args: argparse.Namespace) -> int:
             os.environ["SEAL_REPLAY_RUNS"] = ",".join(args.allow_run)
     spec = importlib.util.spec_from_file_location("seal_replay_app", space_template() / "app.py")
     app = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = app  # the app's dataclasses look their module up
     spec.loader.exec_module(app)
     print(f"serving the replay Space for {args.run or '(no run: type one in the page)'}")
     app.demo.launch(server_port=args.port, css=app.CSS, theme=app.THEME, ssr_mode=False, share=False)
