@@ -128,7 +128,7 @@ def test_the_deployed_app_shows_the_run_from_the_hub_at_its_pinned_revision(onli
         refused = named(client.predict(str(tmp_path), "", api_name="/open"))
     finally:
         app.demo.close()
-    assert refused["status"] == "⚠️ run '<path>': this Space opens published runs (NS/RUN), not directories"
+    assert refused["status"] == "⚠️ run: this Space opens published runs (NS/RUN such as alice/RUN), not directories"
     assert page["status"] == "" and page["iteration"]["value"] == "iter-0"
     assert [c[0] for c in page["iteration"]["choices"]] == ["iter-0"]  # pinned: iter-1 is not there yet
     assert page["counts"] == "3 of 3 episodes match"

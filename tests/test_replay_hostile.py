@@ -54,14 +54,14 @@ def assert_quiet(reply, world, status: str) -> None:
 
 
 HOSTILE_RUNS = [
-    ("/etc", "this Space opens published runs (NS/RUN), not directories"),
+    ("/etc", "this Space opens published runs (NS/RUN such as alice/RUN), not directories"),
     ("../../../etc/passwd", "not directories"),
     ("~/.ssh", "not directories"),
     ("alice/../../etc", "not directories"),
     (LONG, "is 3000 characters long; at most 120 are read"),
     ("bob/secret", "'bob/secret' is not offered here (runs of: alice)"),
     ("hf://alice/demo", "this Space reads runs from the local registry only"),
-    ("alice/demo@" + "9" * 100, "is not a revision name"),
+    ("alice/demo@" + "9" * 100, "revision: not a revision name"),
     ("bad ref!", "'bad ref!' is not a run reference (NS/RUN)"),
     ("alice/ghost", "run 'alice/ghost': no repository alice/ghost-trajectories"),
     ("meta-llama/Llama-3.1-70B-Instruct", "is not offered here (runs of: alice)"),
@@ -78,7 +78,7 @@ def test_a_hostile_run_is_refused_in_one_quiet_line(deployed, run, message):
 def test_the_directories_local_mode_opens_are_refused(deployed):
     evaluation = str(deployed["root"] / "eval")
     page = named(deployed["client"].predict(evaluation, "", api_name="/open"))
-    assert page["status"] == "⚠️ run '<path>': this Space opens published runs (NS/RUN), not directories"
+    assert page["status"] == "⚠️ run: this Space opens published runs (NS/RUN such as alice/RUN), not directories"
     values = deployed["client"].predict(*browse(None, iteration="iter-0"), evaluation, "", "iter-0", 0,
                                         api_name="/compare")  # fmt: skip
     assert "not directories" in values[-1] and "B: run" in values[-1]
@@ -90,10 +90,10 @@ def test_the_directories_local_mode_opens_are_refused(deployed):
     [
         ({"task": LONG}, "task 'xxxx"),
         ({"search": LONG}, "search 'xxxx"),
-        ({"iteration": "../" * 30}, "iteration '<path>' is not in alice/demo"),
+        ({"iteration": "../" * 30}, "iteration '[path]' is not in alice/demo"),
         ({"rollout": "9" * 5000}, "rollout '9999"),
         ({"rollout": "; rm -rf /"}, "rollout '; rm -rf /' is not a number"),
-        ({"rev": "../../etc"}, "revision '<path>' is not a revision name"),
+        ({"rev": "../../etc"}, "revision: not a revision name (letters, digits"),
         ({"rev": "iter-9"}, "iter-9"),
         ({"version": "v" + "9" * 200}, "version 'v999"),
     ],
@@ -120,7 +120,7 @@ def test_hostile_live_requests_load_nothing(deployed, policy, task, message):
     client, app = deployed["client"], deployed["app"]
     updates = list(client.submit(policy, task, "v1", "alice/demo", "", api_name="/live"))
     status = updates[-1][1]
-    assert message in status.replace("<path>", "/etc")
+    assert message in status.replace("[path]", "/etc")
     assert_quiet(updates, deployed, status)
     assert app.SPACE.live.policies.names() == []  # nothing was loaded
 
@@ -146,7 +146,7 @@ def test_a_deep_link_to_a_missing_task_opens_the_run_and_says_which_task(deploye
     assert page["chat"] and page["counts"] == "3 of 3 episodes match"
     hostile = app.PAGE.on_load(SimpleNamespace(query_params={"run": "/etc", "task": LONG}))
     status = hostile[app.PAGE.status]
-    assert status == "⚠️ run '<path>': this Space opens published runs (NS/RUN), not directories"
+    assert status == "⚠️ run: this Space opens published runs (NS/RUN such as alice/RUN), not directories"
     assert_quiet(status, deployed, status)
 
 
@@ -207,5 +207,5 @@ def test_local_mode_keeps_its_freedom_and_deployed_mode_needs_its_lists(tmp_path
     with pytest.raises(ValueError, match="SEAL_REPLAY_POLICY_MB='lots' is not a whole number"):
         SpaceSettings.read(tmp_path, {"SEAL_REPLAY_POLICY_MB": "lots"})
     line = quiet(f"cannot read /srv/cache/x.json for {LONG}\nTraceback ...", [LONG])
-    assert line == "cannot read <path> for " + "x" * 32 + "…"
-    assert quiet("run 'hf://alice/demo' at C:\\Users\\bob\\x: no") == "run 'hf://alice/demo' at <path> no"
+    assert line == "cannot read [path] for " + "x" * 32 + "…"
+    assert quiet("run 'hf://alice/demo' at C:\\Users\\bob\\x: no") == "run 'hf://alice/demo' at [path] no"

@@ -68,7 +68,8 @@ class Access:
         if not self.public or not spec:
             return spec
         if spec.startswith(("/", ".", "~")) or "\\" in spec or ".." in spec:
-            raise ReplayError(f"{name} {cut(spec)!r}: this Space opens published runs (NS/RUN), not directories")
+            example = f" such as {self.runs[0]}/RUN" if "/" not in self.runs[0] else f" such as {self.runs[0]}"
+            raise ReplayError(f"{name}: this Space opens published runs (NS/RUN{example}), not directories")
         try:
             ref = Ref.parse(spec)
         except HubError:
@@ -86,7 +87,7 @@ class Access:
         """A revision as typed (local), or one of tag shape (deployed)."""
         text = self.text(value, name)
         if self.public and text and not _REVISION.match(text):
-            raise ReplayError(f"{name} {cut(text)!r} is not a revision name (e.g. main or iter-2)")
+            raise ReplayError(f"{name}: not a revision name (letters, digits, '.', '_', '-'; e.g. main or iter-2)")
         return text
 
     def policy(self, value: object) -> str:

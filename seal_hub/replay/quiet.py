@@ -2,7 +2,7 @@
 
 `quiet(message, inputs)` is what the replay Space shows for every problem: the message's first line, each of
 `inputs` (what the visitor typed) longer than `ECHO` characters replaced by its prefix and an ellipsis, every
-absolute or home-relative path replaced by ``<path>``, and the whole cut to `MAX_LINE` characters. `cut(text)`
+absolute or home-relative path replaced by ``[path]``, and the whole cut to `MAX_LINE` characters. `cut(text)`
 is the prefix rule alone, for messages that name an input themselves.
 
 Design choice: paths are removed by shape (a ``/``-rooted, ``~/`` or ``./`` run of path characters that does not
@@ -33,5 +33,5 @@ def quiet(message: str, inputs: Iterable[str] = ()) -> str:
     line = (message.strip().splitlines() or [""])[0]
     for value in sorted((v for v in inputs if isinstance(v, str) and len(v) > ECHO), key=len, reverse=True):
         line = line.replace(value, cut(value))
-    line = PATH.sub("<path>", line)
+    line = PATH.sub("[path]", line)
     return cut(line, MAX_LINE)
