@@ -192,6 +192,8 @@ def test_seal_hub_space_refuses_an_unknown_run_and_a_bad_port_in_one_line(space,
     assert err.startswith("seal-hub: error: run 'alice/ghost': no repository alice/ghost-trajectories")
     assert main(["space", "--run", "alice/demo", "--port", "70000"]) == 2
     assert capsys.readouterr().err == "seal-hub: error: --port must be in 1..65535, got 70000\n"
+    assert main(["space", "--public"]) == 2
+    assert capsys.readouterr().err.startswith("seal-hub: error: --public needs --run NS/RUN")
 
 
 @pytest.mark.slow
