@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from seal_hub.hub.registry import HubError, Ref, configured_backend
+from seal_hub.hub.registry import _REPO_ID, HubError, Ref, configured_backend
 from seal_hub.replay.episodes import ReplayError
 from seal_hub.replay.quiet import cut
 
@@ -128,7 +128,9 @@ def space_policies(run: str, revision: str = "") -> tuple[str, ...]:
             continue
         base, base_revision = adapter_base(fetch(adapters.at(version.tag), "model"))
         adapter = f"{_SCHEMES[registry.backend]}{adapters.repo_id}@{version.tag}"
-        found += [f"{base}@{base_revision}" if base_revision else base, adapter]
+        if registry.backend == "local" or _REPO_ID.match(base):  # a Hub Space cannot load a local base path
+            found.append(f"{base}@{base_revision}" if base_revision else base)
+        found.append(adapter)
     return tuple(dict.fromkeys(found))
 
 

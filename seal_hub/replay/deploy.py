@@ -29,7 +29,7 @@ from typing import Any
 
 import yaml
 
-from seal_hub.hub.registry import HubError, Ref
+from seal_hub.hub.registry import _REPO_ID, HubError, Ref
 from seal_hub.replay.episodes import ReplayError
 
 SPACE_FILES = ("app.py", "requirements.txt")
@@ -118,7 +118,8 @@ def space_readme(template: str, pins: RunPins) -> str:
     _, front, body = template.split("---", 2)
     metadata = yaml.safe_load(front)
     metadata["datasets"] = [f"{pins.run}-trajectories", f"{pins.run}-env"]
-    models = [name.removeprefix("hf://").split("@", 1)[0] for name in pins.policies if "/" in name]
+    ids = (name.removeprefix("hf://").split("@", 1)[0] for name in pins.policies)
+    models = [repo_id for repo_id in ids if _REPO_ID.match(repo_id)]  # Hub ids only, never a local base path
     metadata["models"] = list(dict.fromkeys(models))
     header = yaml.safe_dump(metadata, sort_keys=False, allow_unicode=True)
     pinned = (
