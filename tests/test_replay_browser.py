@@ -26,7 +26,7 @@ def site(tmp_path_factory, suite):
         world = replay_world(tmp_path_factory.mktemp("browser"), suite, patch)
         patch.setenv("SEAL_REPLAY_RUN", "alice/demo")
         app = load_app(APP, "seal_replay_app_in_browser")
-        app.VIEWER._suite = suite
+        app.SPACE.viewer._suite = suite
         port = free_port()
         app.demo.launch(
             prevent_thread_lock=True, ssr_mode=False, quiet=True, server_port=port, css=app.CSS, theme=app.THEME
@@ -120,5 +120,48 @@ def test_a_bad_deep_link_shows_a_message_not_a_traceback(site, browser, shots):
         assert "Traceback" not in page.locator("body").inner_text()
         assert page.get_by_label("Run").input_value() == "alice/ghost"  # the box shows what the link asked for
         page.screenshot(path=str(shots / "bad_link.png"))
+    finally:
+        page.close()
+
+
+@pytest.fixture(scope="module")
+def public_site(tmp_path_factory, suite):
+    with pytest.MonkeyPatch.context() as patch:
+        world = replay_world(tmp_path_factory.mktemp("public"), suite, patch)
+        patch.setenv("SEAL_REPLAY_RUN", "alice/demo")
+        patch.setenv("SEAL_REPLAY_PUBLIC", "1")
+        patch.setenv("SEAL_REPLAY_POLICIES", "tiny")
+        app = load_app(APP, "seal_replay_public_app_in_browser")
+        app.SPACE.viewer._suite = suite
+        port = free_port()
+        app.demo.launch(
+            prevent_thread_lock=True, ssr_mode=False, quiet=True, server_port=port, css=app.CSS, theme=app.THEME
+        )
+        try:
+            yield {"url": f"http://127.0.0.1:{port}/", **world}
+        finally:
+            app.demo.close()
+
+
+def test_the_deployed_page_says_what_a_visitor_can_run_and_opens_a_run_for_a_missing_task(public_site, browser, shots):
+    page = open_page(browser, public_site["url"] + "?run=alice/demo&iter=iter-1&task=multi_turn_base_77")
+    try:
+        message = "task 'multi_turn_base_77' is not in alice/demo iter-1 today; showing multi_turn_base_0 instead"
+        page.get_by_text(message).first.wait_for(timeout=60_000)
+        page.get_by_text("step 0 of ").first.wait_for(timeout=30_000)  # the run is open, its first episode shown
+        assert "This Space shows the published runs of alice" in page.locator("body").inner_text()
+        page.screenshot(path=str(shots / "deployed_missing_task.png"), full_page=True)
+        page.get_by_label("Run").fill("/etc")
+        page.get_by_role("button", name="Open").click()
+        page.get_by_text("this Space opens published runs (NS/RUN such as alice/RUN), not directories").first.wait_for(
+            timeout=30_000
+        )
+        page.get_by_role("tab", name="Live").click()
+        page.get_by_text("Policies offered here: tiny.").first.wait_for(timeout=30_000)
+        page.get_by_label("Policy").click()
+        options = page.get_by_role("option").all_inner_texts()
+        assert [o.split()[-1] for o in options] == ["tiny"]  # the selected one carries a check mark
+        page.get_by_text("Run a CPU-sized policy").first.click()  # close the list before the screenshot
+        page.screenshot(path=str(shots / "deployed_live.png"), full_page=True)
     finally:
         page.close()

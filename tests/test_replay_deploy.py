@@ -62,6 +62,10 @@ def test_deploy_creates_a_space_pinned_to_the_runs_latest_version(online, capsys
     assert metadata["datasets"] == ["alice/demo-trajectories", "alice/demo-env"] and metadata["models"] == []
     assert {"title", "emoji", "colorFrom", "colorTo", "python_version", "short_description", "tags"} <= set(metadata)
     assert len(metadata["short_description"]) <= 60
+    body = files["README.md"].decode().split("---", 2)[2]
+    rules = body.split("## What a visitor can run here", 1)[1]
+    assert "runs on the Hub under `alice/*`" in rules and "  - `tiny`\n" in rules
+    assert "cannot open a directory of this machine, a run outside that list, or any other model" in rules
     pinned = json.loads(files["replay.json"])
     commit = double.repo("dataset", "alice/demo-trajectories").tags["iter-1"]
     assert pinned == {
@@ -70,6 +74,9 @@ def test_deploy_creates_a_space_pinned_to_the_runs_latest_version(online, capsys
         "commit": commit,
         "environment_versions": ["v0", "v1"],
         "adapter_versions": [],
+        "public": True,
+        "runs": ["alice"],
+        "policies": ["tiny"],
     }
     requirements = files["requirements.txt"].decode().split()
     assert gradio_pin in requirements
@@ -109,15 +116,19 @@ def test_the_deployed_app_shows_the_run_from_the_hub_at_its_pinned_revision(onli
             (tmp_path / name).write_bytes(data)
     monkeypatch.delenv("SEAL_REPLAY_RUN", raising=False)
     app = load_app(tmp_path / "app.py", "seal_replay_deployed_app")
-    app.VIEWER._suite = suite
-    assert (app.DEFAULT_RUN, app.DEFAULT_REVISION) == ("hf://alice/demo", "iter-0")
+    app.SPACE.viewer._suite = suite
+    settings = app.SPACE.settings
+    assert (settings.run, settings.revision, settings.public) == ("hf://alice/demo", "iter-0", True)
+    assert app.SPACE.access.runs == ("alice",) and app.SPACE.access.policies == ("tiny",)
     port = free_port()
     app.demo.launch(prevent_thread_lock=True, ssr_mode=False, quiet=True, server_port=port)
     try:
         client = Client(f"http://127.0.0.1:{port}/", verbose=False)
         page = named(client.predict("hf://alice/demo", "iter-0", api_name="/open"))
+        refused = named(client.predict(str(tmp_path), "", api_name="/open"))
     finally:
         app.demo.close()
+    assert refused["status"] == "⚠️ run: this Space opens published runs (NS/RUN such as alice/RUN), not directories"
     assert page["status"] == "" and page["iteration"]["value"] == "iter-0"
     assert [c[0] for c in page["iteration"]["choices"]] == ["iter-0"]  # pinned: iter-1 is not there yet
     assert page["counts"] == "3 of 3 episodes match"

@@ -44,7 +44,7 @@ def space(tmp_path_factory, suite):
         patch.setenv("SEAL_REPLAY_RUN", "alice/demo")
         patch.setenv("SEAL_REPLAY_LIVE_STEPS", "1")
         app = load_app(APP, "seal_replay_app_under_test")
-        app.VIEWER._suite = suite
+        app.SPACE.viewer._suite = suite
         port = free_port()
         app.demo.launch(prevent_thread_lock=True, ssr_mode=False, quiet=True, server_port=port)
         try:
@@ -192,6 +192,8 @@ def test_seal_hub_space_refuses_an_unknown_run_and_a_bad_port_in_one_line(space,
     assert err.startswith("seal-hub: error: run 'alice/ghost': no repository alice/ghost-trajectories")
     assert main(["space", "--run", "alice/demo", "--port", "70000"]) == 2
     assert capsys.readouterr().err == "seal-hub: error: --port must be in 1..65535, got 70000\n"
+    assert main(["space", "--public"]) == 2
+    assert capsys.readouterr().err.startswith("seal-hub: error: --public needs --run NS/RUN")
 
 
 @pytest.mark.slow

@@ -4,9 +4,11 @@
 ``-env``, ``-adapter``), pins the trajectories to their latest version (``iter-<k>`` tag and its commit) and
 records the environment and adapter versions, then creates (or updates) the Space with: ``app.py`` and
 ``requirements.txt`` from ``spaces/replay/``, a ``README.md`` whose front matter lists the run's datasets and
-models, ``replay.json`` (the run, the pinned revision and the versions it saw), and the ``seal_hub`` package
-itself (its Python files and data), so the Space runs exactly the code that deployed it. One commit per deploy;
-a second deploy updates the same Space.
+models and whose text says what a visitor can and cannot run, ``replay.json`` (the run, the pinned revision, the
+versions it saw, ``"public": true`` and the allowlists: the runs it may show and the live policies, see
+`seal_hub.replay.access.space_policies`), and the ``seal_hub`` package itself (its Python files and data), so the
+Space runs exactly the code that deployed it, in deployed mode without any flag. One commit per deploy; a second
+deploy updates the same Space.
 
 Design choice: the Space reads the run from the Hub at the pinned tag, so later iterations published to the run
 do not change what a deployed Space shows until it is deployed again. A run that exists only in the local
@@ -27,7 +29,7 @@ from typing import Any
 
 import yaml
 
-from seal_hub.hub.registry import HubError, Ref
+from seal_hub.hub.registry import _REPO_ID, HubError, Ref
 from seal_hub.replay.episodes import ReplayError
 
 SPACE_FILES = ("app.py", "requirements.txt")
@@ -53,6 +55,8 @@ class RunPins:
     commit: str
     environment_versions: tuple[str, ...]
     adapter_versions: tuple[str, ...]
+    runs: tuple[str, ...] = ()  # namespaces (NS) or runs (NS/RUN) a visitor may open
+    policies: tuple[str, ...] = ("tiny",)  # live policies a visitor may run
 
     def config(self) -> dict[str, Any]:
         return {
@@ -61,12 +65,17 @@ class RunPins:
             "commit": self.commit,
             "environment_versions": list(self.environment_versions),
             "adapter_versions": list(self.adapter_versions),
+            "public": True,
+            "runs": list(self.runs),
+            "policies": list(self.policies),
         }
 
 
-def pin_run(run: str) -> RunPins:
-    """The latest trajectories version of `run` on the Hub, and the environment and adapter versions there."""
+def pin_run(run: str, runs: tuple[str, ...] = ()) -> RunPins:
+    """The latest trajectories version of `run` on the Hub, the environment and adapter versions there, and the
+    allowlists: `runs` (default: the run's namespace) and the live policies the run published."""
     from seal_hub.hub import HubRegistry, RunRepos
+    from seal_hub.replay.access import space_policies
 
     ref = Ref.parse(run)
     if ref.backend == "local":
@@ -94,7 +103,13 @@ def pin_run(run: str) -> RunPins:
         return tuple(v.tag for v in registry.versions(repo_id, kind)) if exists else ()  # type: ignore[arg-type]
 
     return RunPins(
-        ref.repo_id, chosen.tag, chosen.commit, tags(repos.environment, "dataset"), tags(repos.adapter, "model")
+        ref.repo_id,
+        chosen.tag,
+        chosen.commit,
+        tags(repos.environment, "dataset"),
+        tags(repos.adapter, "model"),
+        runs=tuple(runs) or (ref.repo_id.split("/")[0],),
+        policies=space_policies(f"hf://{ref.repo_id}", chosen.tag),
     )
 
 
@@ -103,13 +118,30 @@ def space_readme(template: str, pins: RunPins) -> str:
     _, front, body = template.split("---", 2)
     metadata = yaml.safe_load(front)
     metadata["datasets"] = [f"{pins.run}-trajectories", f"{pins.run}-env"]
-    metadata["models"] = [f"{pins.run}-adapter"] if pins.adapter_versions else []
+    ids = (name.removeprefix("hf://").split("@", 1)[0] for name in pins.policies)
+    models = [repo_id for repo_id in ids if _REPO_ID.match(repo_id)]  # Hub ids only, never a local base path
+    metadata["models"] = list(dict.fromkeys(models))
     header = yaml.safe_dump(metadata, sort_keys=False, allow_unicode=True)
     pinned = (
         f"\nThis Space shows **{pins.run}** at `{pins.revision}` (commit `{pins.commit[:12]}`); environment versions "
         f"{', '.join(pins.environment_versions) or 'none'}.\n"
     )
-    return f"---\n{header}---{body.rstrip()}\n{pinned}"
+    return f"---\n{header}---{body.rstrip()}\n{pinned}\n{visitor_rules(pins)}"
+
+
+def visitor_rules(pins: RunPins) -> str:
+    """What a visitor of the deployed Space can and cannot run, as a README section."""
+    runs = ", ".join(f"`{name}`" if "/" in name else f"`{name}/*`" for name in pins.runs)
+    policies = "\n".join(f"  - `{name}`" for name in pins.policies)
+    return (
+        "## What a visitor can run here\n\n"
+        f"- **Browse, replay, side by side**: runs on the Hub under {runs}, at any of their revisions.\n"
+        f"- **Live**: one episode at a time per visitor, with one of these policies (chosen at deploy time):\n"
+        f"{policies}\n\n"
+        "A visitor cannot open a directory of this machine, a run outside that list, or any other model or adapter; "
+        "long inputs are refused before use, and errors are one line without host paths. To replay anything else, "
+        "serve the Space on your own machine from a seal_hub checkout: `seal-hub space --run NS/RUN`.\n"
+    )
 
 
 def stage_space(pins: RunPins, folder: Path) -> Path:
@@ -133,7 +165,7 @@ def stage_space(pins: RunPins, folder: Path) -> Path:
     return folder
 
 
-def deploy_space(target: str, run: str) -> tuple[str, RunPins]:
+def deploy_space(target: str, run: str, runs: tuple[str, ...] = ()) -> tuple[str, RunPins]:
     """Create or update the Space `target` (``hf://NS/NAME``) for `run`; returns the Space's URL and the pins."""
     from huggingface_hub import HfApi, constants
     from huggingface_hub.errors import HfHubHTTPError
@@ -145,7 +177,7 @@ def deploy_space(target: str, run: str) -> tuple[str, RunPins]:
         Ref(repo_id)
     except HubError as exc:
         raise ReplayError(f"Space {target!r}: {exc}") from None
-    pins = pin_run(run)
+    pins = pin_run(run, runs)
     folder = Path(tempfile.mkdtemp(prefix="seal_hub-space-"))
     try:
         stage_space(pins, folder)

@@ -8,25 +8,29 @@ run to completion, so what streams is exactly what a training rollout would reco
 
 Limits: `LiveLimits` caps model steps, tokens per step and wall-clock seconds; an episode that reaches one
 stops with a frame whose `status` says which limit it hit (never an exception). Each call builds its own
-engine and episode, so visitors never share an episode; loaded policies (read-only weights) are kept, keyed
-by name. Policies: ``tiny`` (a tiny random model built in the cache), ``demo`` (the offline demo model), a
-local model path, or a published adapter reference (``NS/RUN-adapter@iter-2``, loaded with
-`seal_hub.hub.load_adapter` on its base).
+engine and episode, so visitors never share an episode; loaded policies (read-only weights) are shared through
+a `seal_hub.replay.policies.PolicyCache`, bounded by count and bytes. Policies: ``tiny`` (a tiny random model
+built in the cache), ``demo`` (the offline demo model), a local model path, a model id, or a published adapter
+reference (``NS/RUN-adapter@iter-2``, on its base). A `LiveSlot` (one per visitor, kept in the visitor's
+session) lets a visitor hold one live episode at a time.
 
 Not covered: batching several live episodes, GPU policies.
 """
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from seal_hub.interface import InterfaceSnapshot
 from seal_hub.replay.chat import render_episode
 from seal_hub.replay.episodes import ReplayError
+from seal_hub.replay.policies import PolicyCache, load_named
+from seal_hub.replay.quiet import cut
 from seal_hub.rollout.records import Trajectory, TurnRecord
 
 
@@ -61,58 +65,63 @@ class LiveFrame:
     trajectory: Trajectory | None = None
 
 
+class LiveSlot:
+    """One visitor's right to a live episode: `hold()` refuses a second one while the first runs.
+
+    Kept in the visitor's `gr.State`, which Gradio deep-copies per session: a copy is a free slot."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+
+    def __deepcopy__(self, memo: dict) -> LiveSlot:
+        return LiveSlot()
+
+    @property
+    def busy(self) -> bool:
+        return self._lock.locked()
+
+    @contextmanager
+    def hold(self) -> Iterator[None]:
+        if not self._lock.acquire(blocking=False):
+            raise ReplayError("your live episode is still running: wait for it to finish, then start another")
+        try:
+            yield
+        finally:
+            self._lock.release()
+
+
 @dataclass
 class LiveRunner:
-    """Loads policies once and runs one fresh episode per `stream` call."""
+    """Shares loaded policies (`policies`) and runs one fresh episode per `stream` call."""
 
     suite: Any
     limits: LiveLimits = field(default_factory=LiveLimits)
-    _policies: dict[str, tuple[Any, Any, str]] = field(default_factory=dict)
+    policies: PolicyCache = field(default_factory=lambda: PolicyCache(load_named))
 
     def policy(self, name: str) -> tuple[Any, Any, str]:
         """(model, tokenizer, policy id) for `name` (see the module docstring)."""
-        name = name.strip()
-        if name in self._policies:
-            return self._policies[name]
-        from seal_hub.hub import HubError, load_adapter
-        from seal_hub.models import PolicyConfig, load_policy, named_policy_config
+        loaded = self.policies.get(name.strip())
+        return loaded.model, loaded.tokenizer, loaded.name
 
-        try:
-            if name in ("tiny", "demo"):
-                model, tokenizer = load_policy(named_policy_config(name))
-            elif Path(name).expanduser().is_dir():
-                model, tokenizer = load_policy(named_policy_config(str(Path(name).expanduser())))
-            else:
-                model = load_adapter(name)
-                from seal_hub.hub.loading import adapter_base, fetch
-
-                base, _ = adapter_base(fetch(name, "model"))
-                _, tokenizer = load_policy(PolicyConfig(model_name_or_path=base))
-        except (HubError, OSError, ValueError) as exc:
-            raise ReplayError(f"policy {name!r} cannot be loaded: {str(exc).splitlines()[0]}") from None
-        model.eval()
-        self._policies[name] = (model, tokenizer, name)
-        return self._policies[name]
-
-    def stream(self, request: LiveRequest) -> Iterator[LiveFrame]:
-        """Run `request`, yielding the chat after every model step, then the verified episode."""
+    def stream(self, request: LiveRequest, suite: Any = None) -> Iterator[LiveFrame]:
+        """Run `request` on `suite` (default: the runner's), yielding the chat after every model step, then the
+        verified episode."""
         from seal_hub.diagnosis import diagnose
         from seal_hub.models import end_token_ids
         from seal_hub.rollout import HFBackend, PolicyInfo, RolloutConfig, RolloutEngine, SamplingConfig
         from seal_hub.rollout.engine import _Live
 
         try:
-            task = self.suite.task(request.task_id)
+            suite = suite if suite is not None else self.suite
+            task = suite.task(request.task_id)
         except KeyError:
-            raise ReplayError(f"task {request.task_id!r} is not a BFCL task") from None
+            raise ReplayError(f"task {cut(request.task_id)!r} is not a BFCL task") from None
         model, tokenizer, policy_id = self.policy(request.policy)
         limits = self.limits
         sampling = SamplingConfig(temperature=0.0, max_new_tokens=limits.max_new_tokens, seed=request.seed)
         config = RolloutConfig(max_context_tokens=limits.max_context_tokens, sampling=sampling)
         backend = HFBackend(model, end_token_ids(model, tokenizer), tokenizer.pad_token_id or 0, seed=request.seed)
-        engine = RolloutEngine(
-            backend, tokenizer, self.suite, config, PolicyInfo(policy_id), interface=request.interface
-        )
+        engine = RolloutEngine(backend, tokenizer, suite, config, PolicyInfo(policy_id), interface=request.interface)
         started = time.perf_counter()
         episode = _Live(engine, task, 0, f"live-{id(self)}-{time.time_ns()}")
         steps = 0

@@ -12,13 +12,15 @@ BFCL suite (for the tools a task shows). Its methods answer one view each:
 
 `Selection.from_query` / `Selection.query` read and write the deep-link query parameters (``run``, ``rev``,
 ``iter``, ``version``, ``task``, ``rollout``, ``turn``, and ``b_run``, ``b_rev``, ``b_iter``, ``b_rollout`` for
-the side-by-side view). Every problem a visitor can cause raises `ReplayError` with a readable message.
+the side-by-side view). Every problem a visitor can cause raises `ReplayError` with a readable message (a task the
+iteration does not hold: `MissingTask`, so a deep link can open the run anyway).
 
 Not covered: widgets and events (spaces/replay/app.py), live episodes (`seal_hub.replay.live`).
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -32,6 +34,10 @@ from seal_hub.replay.source import ReplaySource, default_iteration, open_source
 
 EPISODE_VERSION = "episode's own"
 MAX_SOURCES = 8
+
+
+class MissingTask(ReplayError):
+    """A selection names a task the chosen iteration does not hold (a deep link from an older version of a run)."""
 
 
 @dataclass(frozen=True)
@@ -143,11 +149,12 @@ class Comparison:
 
 @dataclass
 class Viewer:
-    """Opened sources (shared, read-only) and the suite; one per Space process."""
+    """Opened sources (shared, read-only, at most `MAX_SOURCES`) and the suite; one per Space process."""
 
     default_run: str = ""
     _sources: dict[tuple[str, str], ReplaySource] = field(default_factory=dict)
     _suite: Any = None
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @property
     def suite(self) -> Any:
@@ -159,11 +166,12 @@ class Viewer:
 
     def source(self, selection: Selection) -> ReplaySource:
         key = (selection.run or self.default_run, selection.revision)
-        if key not in self._sources:
-            if len(self._sources) >= MAX_SOURCES:
-                self._sources.pop(next(iter(self._sources)))
-            self._sources[key] = open_source(key[0], key[1] or None)
-        return self._sources[key]
+        with self._lock:  # visitors open sources concurrently: one open per key, one eviction at a time
+            if key not in self._sources:
+                if len(self._sources) >= MAX_SOURCES:
+                    self._sources.pop(next(iter(self._sources)))
+                self._sources[key] = open_source(key[0], key[1] or None)
+            return self._sources[key]
 
     def _table(self, selection: Selection) -> tuple[ReplaySource, Selection, EpisodeTable]:
         source = self.source(selection)
@@ -181,7 +189,7 @@ class Viewer:
         tasks = table.tasks(chosen)
         task = selection.task if selection.task in tasks else (tasks[0] if tasks else "")
         if selection.task and selection.task not in table.tasks():
-            raise ReplayError(f"task {selection.task!r} is not in {source.name} {selection.iteration}")
+            raise MissingTask(f"task {selection.task!r} is not in {source.name} {selection.iteration}")
         rollouts = table.rollouts(task, chosen) if task else []
         rollout = selection.rollout if selection.rollout in rollouts else (rollouts[0] if rollouts else 0)
         versions = [EPISODE_VERSION, *source.versions()]
