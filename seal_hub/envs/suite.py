@@ -123,6 +123,28 @@ def load_suite(name: str) -> Suite:
     return factory()
 
 
+def in_turn(tasks: Sequence[Any], count: int | None = None, categories: Sequence[str] | None = None) -> list[Any]:
+    """`count` of `tasks` (all when None), the categories taken in turn in the order they first appear, each
+    category's tasks in their given order; only `categories` when given (an unknown one is a `SuiteError`).
+    Any prefix of the result covers the categories evenly: held-out subsets, `seal-hub eval --limit`."""
+    if categories:
+        present = {task.category for task in tasks}
+        unknown = [c for c in categories if c not in present]
+        if unknown:
+            raise SuiteError(f"categories {unknown} have no tasks here; the tasks' categories: {sorted(present)}")
+        tasks = [task for task in tasks if task.category in set(categories)]
+    queues: dict[str, list[Any]] = {}
+    for task in tasks:
+        queues.setdefault(task.category, []).append(task)
+    chosen: list[Any] = []
+    total = len(tasks) if count is None else min(count, len(tasks))
+    depth = 0
+    while len(chosen) < total:
+        chosen += [queue[depth] for queue in queues.values() if depth < len(queue)][: total - len(chosen)]
+        depth += 1
+    return chosen
+
+
 def suite_tasks(name: str, split: str, split_file: str | None = None, seed: int = 0) -> tuple[Suite, list[Any]]:
     """The suite called `name` and the tasks of its `split` (of `split_file` when given; `seed` seeds a
     'stratified' split): the one way every command picks its tasks."""

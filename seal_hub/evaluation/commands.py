@@ -31,7 +31,7 @@ def _eval_adapter(ref_text: str):
 
 
 def _eval(args: argparse.Namespace) -> int:
-    from seal_hub.envs.suite import load_suite
+    from seal_hub.envs.suite import in_turn, load_suite
     from seal_hub.evaluation import (
         EvalProtocol,
         EvalSpec,
@@ -55,7 +55,7 @@ def _eval(args: argparse.Namespace) -> int:
             raise HubError(f"--publish {args.publish}: give a repository without '@revision'")
     suite = load_suite(args.suite)
     tasks = suite.select(suite.split_ids(args.split, args.split_file))
-    tasks = tasks[: args.limit] if args.limit is not None else tasks
+    tasks = in_turn(tasks, args.limit, args.categories.split(",") if args.categories else None)
     interface = (
         InterfaceSnapshot.null(suite.name)
         if args.interface in (None, "null")
@@ -127,7 +127,12 @@ def add_eval_command(commands: argparse._SubParsersAction) -> None:
     evaluate.add_argument("--suite", default="bfcl", help="evaluation suite (bfcl, ...)")
     evaluate.add_argument("--split", default="test", help="train, test or all (bfcl default: the paper's test split)")
     option(evaluate, "split_file", default=None, help="'paper' (default), 'stratified', or a split JSON file")
-    evaluate.add_argument("--limit", type=int, default=None, help="first N tasks of the split")
+    evaluate.add_argument(
+        "--limit", type=int, default=None, help="N tasks of the split, its categories taken in turn (default: all)"
+    )
+    evaluate.add_argument(
+        "--categories", default=None, help="comma-separated categories of the suite to score (default: all)"
+    )
     evaluate.add_argument("--interface", default="null", help="'null' (the paper's protocol), a snapshot file or ref")
     evaluate.add_argument("--out", default="eval", help="output directory (rerun with the same one to resume)")
     option(evaluate, "max_new_tokens", type=int, default=512, help="tokens per model step")

@@ -55,7 +55,8 @@ from peft import get_peft_model
 from trl import TrlParser
 
 from seal_hub.envs.bfcl import Split, SplitError
-from seal_hub.envs.suite import Suite, SuiteError, load_suite
+from seal_hub.envs.suite import Suite, SuiteError, in_turn, load_suite
+from seal_hub.evaluation import EvalProtocol
 from seal_hub.hub import HubError, PublishConfig
 from seal_hub.hub.sources import SourceError, attach_adapter, check_base_model, derive_interface, run_sources
 from seal_hub.interface import InterfaceError
@@ -63,6 +64,7 @@ from seal_hub.kill_points import kill_point
 from seal_hub.models import PolicyConfig, load_policy, lora_config
 from seal_hub.run_records import last_checkpoint, read_metrics
 from seal_hub.training import SealConfig, SealTrainer
+from seal_hub.training.comparison import HeldOutPlan, comparison_lines, evaluate_stage, read_stage, stage_dir
 from seal_hub.training.held_out import held_out_tasks
 from seal_hub.training.suites import TRAINABLE, training_suite
 from seal_hub.training.warmup import run_warmup, warmup_dataset
@@ -87,6 +89,21 @@ class SealScriptArguments:
     )
     split_seed: int = field(default=0, metadata={"help": "Seed of the stratified split (split_file 'stratified')."})
     num_train_tasks: int | None = field(default=None, metadata={"help": "Train on the first N tasks (all if unset)."})
+    categories: list[str] | None = field(
+        default=None,
+        metadata={
+            "help": "Categories of the suite to train and evaluate on, taken in turn (e.g. bfcl-single: simple "
+            "multiple parallel live_simple irrelevance); unset: all."
+        },
+    )
+    held_out_comparison: bool = field(
+        default=False,
+        metadata={
+            "help": "Evaluate the policy before training, after the warm-up and after SEAL on the same eval_tasks "
+            "held-out tasks, with seal-hub eval's harness and protocol (eval_max_new_tokens), into output_dir/eval/; "
+            "the summary ends with the comparison (seal_hub.training.comparison)."
+        },
+    )
     publish_run: str | None = field(
         default=None,
         metadata={
@@ -106,6 +123,7 @@ class SealScriptArguments:
         metadata={"help": "SFT steps on the training tasks' ground truth before SEAL (format teaching); 0: none."},
     )
     sft_learning_rate: float = field(default=1e-4, metadata={"help": "Learning rate of the SFT warm-up."})
+    sft_batch_size: int = field(default=1, metadata={"help": "Conversations per SFT warm-up step."})
     interface: str | None = field(
         default=None,
         metadata={
@@ -123,7 +141,7 @@ class SealScriptArguments:
     task_order: str = field(
         default="split",
         metadata={
-            "help": "'split': the split's order; 'shortest': shortest episodes first (CPU demos).",
+            "help": "'split': the split's order, its categories taken in turn; 'shortest': shortest episodes first.",
             "choices": ["split", "shortest"],
         },
     )
@@ -140,10 +158,22 @@ def task_split(suite: Suite, args: SealScriptArguments) -> Split:
 
 def training_tasks(suite: Suite, args: SealScriptArguments):
     split = task_split(suite, args)
-    tasks = suite.select(split.train)
+    tasks = in_turn(suite.select(split.train), categories=args.categories)
     if args.task_order == "shortest":
         tasks.sort(key=lambda task: (prompt_size(suite, task), task.id))
     return tasks[: args.num_train_tasks] if args.num_train_tasks else tasks
+
+
+def held_out_plan(suite: Suite, args: SealScriptArguments, config: SealConfig) -> HeldOutPlan:
+    """The held-out tasks and protocol every stage of the comparison uses (the trainer's eval_every_steps too)."""
+    tasks = held_out_tasks(suite, task_split(suite, args).test, config.eval_tasks, args.categories)
+    protocol = EvalProtocol(
+        max_new_tokens=config.eval_max_new_tokens,
+        max_context_tokens=config.max_context_tokens,
+        parser_style=config.parser_style,
+        batch_size=config.max_live_episodes,
+    )
+    return HeldOutPlan(suite, tuple(tasks), protocol, args.split_file or "default", tuple(args.categories or ()))
 
 
 CHARS_PER_TURN = 400  # about one model reply of ~100 tokens per user turn
@@ -187,6 +217,11 @@ def main(script_args: SealScriptArguments, training_args: SealConfig, model_args
     if adapter is not None:  # the policy starts from the published adapter, with its own LoRA configuration
         model = attach_adapter(model, adapter, trainable=True, merge=not model_args.use_peft)
         peft_config = None
+    plan = held_out_plan(suite, script_args, training_args) if script_args.held_out_comparison else None
+    base_record = {"id": model_args.model_name_or_path, "revision": model_args.model_revision}
+    main_process = PartialState().is_main_process
+    if plan is not None and last is None and main_process:
+        evaluate_stage(plan, model, tokenizer, stage_dir(training_args.output_dir, "base"), base_record)
     if script_args.sft_warmup_steps and last is None:  # a resumed run already has its warmed-up adapter
         model = get_peft_model(model, peft_config) if peft_config is not None else model
         peft_config = None
@@ -199,10 +234,13 @@ def main(script_args: SealScriptArguments, training_args: SealConfig, model_args
             learning_rate=script_args.sft_learning_rate,
             use_cpu=training_args.use_cpu,
             bf16=training_args.bf16,
-            per_device_train_batch_size=1,
+            per_device_train_batch_size=script_args.sft_batch_size,
             max_length=training_args.max_context_tokens,
             seed=training_args.seed,
         )
+        if plan is not None and main_process:
+            warm = {"id": f"{model_args.model_name_or_path} + SFT warm-up ({script_args.sft_warmup_steps} steps)"}
+            evaluate_stage(plan, model, tokenizer, stage_dir(training_args.output_dir, "warmup"), warm | base_record)
     trainer = SealTrainer(
         model,
         training_args,
@@ -217,7 +255,9 @@ def main(script_args: SealScriptArguments, training_args: SealConfig, model_args
         )
         if script_args.publish_run
         else None,
-        held_out_tasks=held_out_tasks(suite, task_split(suite, script_args).test, training_args.eval_tasks)
+        held_out_tasks=held_out_tasks(
+            suite, task_split(suite, script_args).test, training_args.eval_tasks, script_args.categories
+        )
         if training_args.eval_every_steps
         else None,
     )
@@ -239,6 +279,36 @@ def main(script_args: SealScriptArguments, training_args: SealConfig, model_args
         )
     else:
         print_summary(training_args.output_dir, trainer)
+    if plan is not None:
+        print("\n".join(final_comparison(plan, trainer, tokenizer, base_record, training_args.output_dir)))
+
+
+def final_comparison(plan: HeldOutPlan, trainer: SealTrainer, tokenizer, base_record, output_dir: str) -> list[str]:
+    """The final policy on the held-out tasks, recorded as the adapter published at the last iteration (and
+    the result published on its card, as `seal-hub eval --publish` does); then the comparison's lines."""
+    from seal_hub.hub.sources import resolve_reference
+
+    step = trainer.state.global_step
+    adapter_record, reproduce, repo = None, None, None
+    if trainer.publish is not None:
+        registry = trainer.publish.registry()
+        ref = f"{trainer.publish.repos.adapter}@iter-{step}"
+        resolved = resolve_reference(ref, "adapter", registry=registry).source
+        adapter_record = {"ref": ref, "repo": resolved.repo_id, "revision": resolved.revision}
+        adapter_record |= {"commit": resolved.commit, "backend": resolved.backend}
+        scheme = "local://" if resolved.backend == "local" else ""
+        reproduce = f"seal-hub eval --model {base_record['id']} --adapter {scheme}{ref} {plan.eval_flags()}"
+        repo = f"{trainer.publish.run}-eval"
+    final = stage_dir(output_dir, "final")
+    result = evaluate_stage(plan, trainer.model, tokenizer, final, base_record, adapter_record)
+    lines = []
+    if repo is not None:
+        from seal_hub.evaluation.publish import publish_evaluation
+
+        lines += publish_evaluation(final, repo, registry)
+    stages = {s: read_stage(stage_dir(output_dir, s)) for s in ("base", "warmup")}
+    stages = {s: scores for s, scores in stages.items() if scores is not None} | {"final": result.scores}
+    return lines + comparison_lines(plan, stages, reproduce)
 
 
 def print_summary(output_dir: str, trainer: SealTrainer) -> None:

@@ -52,6 +52,10 @@ class SealConfig(GRPOConfig, EvolveSettings):
             "logged as eval/success_rate and eval/success_rate/<category>; 0: off."
         },
     )
+    eval_max_new_tokens: int = field(
+        default=512,
+        metadata={"help": "Tokens per model step in held-out evaluations (seal-hub eval's --max_new_tokens, 512)."},
+    )
     eval_tasks: int = field(
         default=16, metadata={"help": "Test-split tasks in each held-out evaluation (categories taken in turn)."}
     )
@@ -91,6 +95,7 @@ class SealConfig(GRPOConfig, EvolveSettings):
             "max_steps_per_turn",
             "max_live_episodes",
             "eval_tasks",
+            "eval_max_new_tokens",
         )
         for name in positive:
             if getattr(self, name) < 1:

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from seal_hub.envs.suite import Suite, SuiteTask
+from seal_hub.envs.suite import Suite, SuiteTask, in_turn
 from seal_hub.evaluation.protocol import EvalProtocol
 from seal_hub.interface import InterfaceSnapshot
 from seal_hub.models.tool_style import resolve_tool_style
@@ -35,7 +35,7 @@ HELD_OUT_DIR = "held_out"
 class HeldOutSettings:
     """How episodes run during a held-out evaluation (the trainer fills it from `SealConfig`)."""
 
-    max_new_tokens: int = 256
+    max_new_tokens: int = 512  # seal-hub eval's default
     max_context_tokens: int = 8192
     max_steps_per_turn: int = 20
     max_live_episodes: int = 16
@@ -77,22 +77,16 @@ class HeldOutResult:
         }
 
 
-def held_out_tasks(suite: Suite, test_ids: Sequence[str], count: int) -> list[SuiteTask]:
-    """The first `count` tasks of the test split, taking the categories in turn."""
+def held_out_tasks(
+    suite: Suite, test_ids: Sequence[str], count: int, categories: Sequence[str] | None = None
+) -> list[SuiteTask]:
+    """The first `count` tasks of the test split (of `categories` when given), taking the categories in turn:
+    the tasks `seal-hub eval --split test --limit COUNT [--categories ...]` scores."""
     if count < 1:
         raise ValueError(f"eval_tasks must be >= 1, got {count}")
     if not test_ids:
         raise ValueError("the split has no test tasks to evaluate on; give a split file with a 'test' list")
-    by_category: dict[str, list[SuiteTask]] = {}
-    for task in suite.select(list(test_ids)):
-        by_category.setdefault(task.category, []).append(task)
-    chosen: list[SuiteTask] = []
-    queues = list(by_category.values())
-    while len(chosen) < count and any(queues):
-        for queue in queues:
-            if queue and len(chosen) < count:
-                chosen.append(queue.pop(0))
-    return chosen
+    return in_turn(suite.select(list(test_ids)), count, categories)
 
 
 def evaluate_held_out(

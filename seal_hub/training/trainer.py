@@ -355,7 +355,7 @@ class SealTrainer(GRPOTrainer):
         args: SealConfig = self.args
         step = self.state.global_step
         settings = HeldOutSettings(
-            args.max_new_tokens,
+            args.eval_max_new_tokens,
             args.max_context_tokens,
             args.max_steps_per_turn,
             args.max_live_episodes,

@@ -1,0 +1,136 @@
+"""What a training run changed, measured held-out: the base model, after the SFT warm-up, after SEAL.
+
+With `held_out_comparison`, the training script evaluates the policy three times on the same held-out tasks
+(`held_out_tasks`: `eval_tasks` tasks of the test split, of `categories` when given, categories taken in turn)
+through the evaluation harness `seal-hub eval` uses (`run_evaluation`, `EvalProtocol`: null interface, greedy,
+the suite's own step rule), each into its own evaluation directory under the run:
+
+    eval/base/      the model before any training
+    eval/warmup/    after the SFT warm-up (only with sft_warmup_steps)
+    eval/final/     after the last SEAL iteration, recorded as the published adapter at that iteration
+
+so `seal-hub report RUN/eval/base RUN/eval/final` compares them, `seal-hub eval --adapter NS/RUN-adapter@iter-K`
+with the printed flags scores the same tasks the same way, and the final evaluation can be published on the
+adapter's card (model-index) as `seal-hub eval --publish` does. Each directory resumes like any evaluation.
+
+Not covered: confidence intervals over seeds (one run is one seed; `seal_hub.experiment` runs several).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from seal_hub.envs.suite import Suite, SuiteTask
+from seal_hub.evaluation import EvalProtocol, EvalSpec, ModelRunner, interface_record, run_evaluation
+from seal_hub.evaluation.harness import EvalResult
+from seal_hub.evaluation.results import RESULTS_JSON
+from seal_hub.evaluation.scores import CategoryScore, Scores
+from seal_hub.interface import InterfaceSnapshot
+from seal_hub.models.end_tokens import end_token_ids
+from seal_hub.models.tool_style import resolve_tool_style
+from seal_hub.rollout import HFBackend, PolicyInfo, RolloutEngine
+
+EVAL_DIR = "eval"
+STAGES = ("base", "warmup", "final")
+
+
+@dataclass(frozen=True)
+class HeldOutPlan:
+    """Which tasks and how: what every stage of the comparison shares."""
+
+    suite: Suite
+    tasks: tuple[SuiteTask, ...]
+    protocol: EvalProtocol
+    split_source: str
+    categories: tuple[str, ...] = ()
+
+    def eval_flags(self) -> str:
+        """The `seal-hub eval` flags that select and score the same tasks the same way."""
+        flags = [f"--suite {self.suite.name}", "--split test", f"--limit {len(self.tasks)}"]
+        if self.split_source not in ("default", "paper"):
+            flags.append(f"--split_file {self.split_source}")
+        if self.categories:
+            flags.append(f"--categories {','.join(self.categories)}")
+        flags.append(f"--max_new_tokens {self.protocol.max_new_tokens}")
+        return " ".join(flags)
+
+
+def evaluate_stage(
+    plan: HeldOutPlan,
+    model,
+    tokenizer,
+    out: str | Path,
+    model_record: dict[str, Any],
+    adapter_record: dict[str, Any] | None = None,
+) -> EvalResult:
+    """One stage: `model` (as it is now) on the plan's tasks into `out`, recorded as `model_record` (and
+    `adapter_record`, the published adapter these weights are) exactly as `seal-hub eval` records a run."""
+    protocol = dataclasses.replace(
+        plan.protocol, parser_style=resolve_tool_style(tokenizer, plan.protocol.parser_style)
+    )
+    interface = InterfaceSnapshot.null(plan.suite.name)
+    was_training = model.training
+    model.eval()
+    try:
+        backend = HFBackend(model, end_token_ids(model, tokenizer), tokenizer.pad_token_id or 0, seed=0)
+        policy_id = adapter_record["repo"] if adapter_record else model_record["id"]
+        revision = adapter_record["commit"] if adapter_record else model_record.get("revision")
+        engine = RolloutEngine(
+            backend, tokenizer, plan.suite, protocol.rollout_config(), PolicyInfo(policy_id, revision), interface
+        )
+        categories = f"; categories {','.join(plan.categories)}" if plan.categories else ""
+        spec = EvalSpec(
+            suite=plan.suite.name,
+            split="test",
+            split_source=plan.split_source + categories,
+            model=model_record,
+            adapter=adapter_record,
+            interface=interface_record(interface, "null"),
+            protocol=protocol.as_dict(),
+        )
+        return run_evaluation(plan.suite, list(plan.tasks), ModelRunner(engine), spec, out, progress=True)
+    finally:
+        model.train(was_training)
+
+
+def stage_dir(output_dir: str | Path, stage: str) -> Path:
+    return Path(output_dir) / EVAL_DIR / stage
+
+
+def read_stage(out: str | Path) -> Scores | None:
+    """The scores of a finished stage's evaluation directory (None when it has not finished)."""
+    path = Path(out) / RESULTS_JSON
+    if not path.is_file():
+        return None
+    data = json.loads(path.read_text(encoding="utf-8"))
+    per_category = data["scores"]["per_category"]
+    return Scores({c: CategoryScore(v["passed"], v["total"]) for c, v in per_category.items()})
+
+
+def comparison_lines(plan: HeldOutPlan, results: dict[str, Scores], reproduce: str | None) -> list[str]:
+    """The summary's held-out block; its last two lines are the contract other tools read:
+    `held-out after warm-up: W.W% on N tasks (SUITE)` (with a warm-up) and
+    `held-out success: X.X% -> Y.Y% on N tasks (SUITE)` (the base model, then after SEAL)."""
+    suite, n = plan.suite.name, len(plan.tasks)
+    names = {"base": "base model", "warmup": "after warm-up", "final": "after SEAL"}
+    categories = list(next(iter(results.values())).per_category)
+    lines = [
+        f"\nheld-out evaluation: {n} tasks of the {suite} test split (never trained on), "
+        f"seal-hub eval's protocol (greedy, null interface, max_new_tokens {plan.protocol.max_new_tokens})",
+        f"{'':<14} {'avg':>6}  " + "  ".join(f"{c:>{max(6, len(c))}}" for c in categories),
+    ]
+    for stage, scores in results.items():
+        per = scores.per_category
+        cells = "  ".join(f"{per[c].success_rate:>{max(6, len(c)) - 1}.1f}%" for c in categories)
+        lines.append(f"{names[stage]:<14} {scores.average:>5.1f}%  {cells}")
+    if reproduce:
+        lines.append(f"reproduce: {reproduce}")
+    if "warmup" in results:
+        lines.append(f"held-out after warm-up: {results['warmup'].average:.1f}% on {n} tasks ({suite})")
+    before, after = results["base"].average, results["final"].average
+    lines.append(f"held-out success: {before:.1f}% -> {after:.1f}% on {n} tasks ({suite})")
+    return lines
