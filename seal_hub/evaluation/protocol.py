@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from seal_hub.config_checks import require_at_least_one
 from seal_hub.envs.bfcl import EpisodeConfig
 from seal_hub.rollout import RolloutConfig, SamplingConfig
 
@@ -42,9 +43,7 @@ class EvalProtocol:
     temperature: float = field(default=0.0, metadata={"help": "Sampling temperature; the paper's protocol is 0."})
 
     def __post_init__(self) -> None:
-        for name in ("max_new_tokens", "max_context_tokens", "max_steps_per_turn", "batch_size"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        require_at_least_one(self, "max_new_tokens", "max_context_tokens", "max_steps_per_turn", "batch_size")
         if self.temperature != 0.0:
             raise ValueError(f"temperature={self.temperature}: evaluation is greedy (0.0); use `seal-hub rollout`")
         self.episode_config()  # validates step_limit with the episode's own message

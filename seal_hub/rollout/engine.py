@@ -38,7 +38,8 @@ from typing import Any
 import jinja2
 from tqdm.auto import tqdm
 
-from seal_hub.envs.bfcl import EpisodeConfig
+from seal_hub.config_checks import require_at_least_one
+from seal_hub.envs.episode import EpisodeSettings
 from seal_hub.envs.protocol import Action, Message, Observation
 from seal_hub.envs.suite import Suite, SuiteTask
 from seal_hub.interface import InterfaceSnapshot
@@ -72,12 +73,11 @@ class RolloutConfig:
         metadata={"help": "Tool-call format: hermes, llama3 or pythonic; unset: inferred from the chat template."},
     )
     sampling: SamplingConfig = field(default_factory=SamplingConfig)
-    episode: EpisodeConfig = field(default_factory=EpisodeConfig)
+    # what every suite's episodes read (a suite's own subclass, such as BFCL's `EpisodeConfig`, passes through)
+    episode: EpisodeSettings = field(default_factory=EpisodeSettings)
 
     def __post_init__(self) -> None:
-        for name in ("num_generations", "max_live_episodes", "max_context_tokens"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        require_at_least_one(self, "num_generations", "max_live_episodes", "max_context_tokens")
         check_style(self.parser_style)
 
 
