@@ -15,7 +15,7 @@ given to the template as the text the model wrote, so the episode goes on and ev
 
 Per step, every live episode that waits for the model goes into one `GenerationBackend.generate` call; its
 output is parsed into tool calls (`seal_hub.toolcalls`, in the style the chat template teaches unless
-`parser_style` is given: `seal_hub.models.tool_style`), stepped through the environment, and the episode
+`parser_style` is given: `seal_hub.models.parser_style`), stepped through the environment, and the episode
 either continues or finishes independently. Rollouts of the same task start together so their shared prefix
 is computed once. An episode whose next prompt would not fit the context ends with truncation
 `context_limit` (reward 0), never an exception.
@@ -44,7 +44,7 @@ from seal_hub.envs.protocol import Action, Message, Observation
 from seal_hub.envs.suite import Suite, SuiteTask
 from seal_hub.interface import InterfaceSnapshot
 from seal_hub.models.end_tokens import template_end_of_turn
-from seal_hub.models.tool_style import resolve_tool_style
+from seal_hub.models.parser_style import resolve_parser_style
 from seal_hub.rollout.backend import Generation, GenerationBackend, GenerationRequest, SamplingConfig
 from seal_hub.rollout.records import (
     CallRecord,
@@ -56,7 +56,7 @@ from seal_hub.rollout.records import (
     TurnRecord,
     VerdictRecord,
 )
-from seal_hub.toolcalls import ToolCallParser, check_style
+from seal_hub.toolcalls import ToolCallParser, check_parser_style
 
 
 class TemplateError(ValueError):
@@ -78,7 +78,7 @@ class RolloutConfig:
 
     def __post_init__(self) -> None:
         require_at_least_one(self, "num_generations", "max_live_episodes", "max_context_tokens")
-        check_style(self.parser_style)
+        check_parser_style(self.parser_style)
 
 
 @dataclass(frozen=True)
@@ -314,7 +314,7 @@ class RolloutEngine:
         if not eot:
             raise ValueError("the tokenizer has no eos_token; pass end_of_turn (e.g. '<|im_end|>')")
         self.renderer = ChatRenderer(tokenizer, eot)
-        self.parser = ToolCallParser(style=resolve_tool_style(tokenizer, self.config.parser_style))
+        self.parser = ToolCallParser(style=resolve_parser_style(tokenizer, self.config.parser_style))
         self._sessions = itertools.count()
 
     def run(

@@ -25,7 +25,7 @@ from typing import Any
 from seal_hub.envs.bfcl import BfclSuite, Task
 from seal_hub.evaluation.protocol import EvalProtocol
 from seal_hub.interface import InterfaceSnapshot
-from seal_hub.models.tool_style import resolve_tool_style
+from seal_hub.models.parser_style import resolve_parser_style
 from seal_hub.rollout import GenerationBackend, PolicyInfo, RolloutEngine
 
 HELD_OUT_DIR = "held_out"
@@ -33,9 +33,9 @@ HELD_OUT_DIR = "held_out"
 
 @dataclass(frozen=True)
 class HeldOutSettings:
-    """How episodes run during a held-out evaluation (the trainer fills it from `SealConfig`)."""
+    """How episodes run during a held-out evaluation (the trainer fills it from `SealConfig`). Tokens per step
+    are `EvalProtocol`'s (512), not the training reply budget, so a held-out score is `seal-hub eval`'s."""
 
-    max_new_tokens: int = 256
     max_context_tokens: int = 8192
     max_steps_per_turn: int = 20
     max_live_episodes: int = 16
@@ -106,11 +106,10 @@ def evaluate_held_out(
 ) -> HeldOutResult:
     """One greedy rollout per task on the null interface under `seal-hub eval`'s protocol; verdicts per category."""
     protocol = EvalProtocol(
-        max_new_tokens=settings.max_new_tokens,
         max_context_tokens=settings.max_context_tokens,
         max_steps_per_turn=settings.max_steps_per_turn,
-        parser_style=resolve_tool_style(tokenizer, settings.parser_style),  # the record names the style used
-        batch_size=settings.max_live_episodes,
+        parser_style=resolve_parser_style(tokenizer, settings.parser_style),  # the record names the style used
+        max_live_episodes=settings.max_live_episodes,
     )
     config = protocol.rollout_config()
     engine = RolloutEngine(backend, tokenizer, suite, config, policy, InterfaceSnapshot.null(suite.name))
