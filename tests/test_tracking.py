@@ -74,6 +74,7 @@ def trackio_logs(root: Path, monkeypatch) -> list[dict]:
     return sqlite_storage.SQLiteStorage.get_logs(PROJECT, RUN)
 
 
+@pytest.mark.slow  # a subprocess training (the default suite keeps one: test_first_run's)
 def test_trackio_holds_every_seal_metric_of_every_step(tracked_run, monkeypatch):
     logs = trackio_logs(tracked_run, monkeypatch)
     train = [entry for entry in logs if "train/seal/success_rate" in entry]
@@ -92,6 +93,7 @@ def test_trackio_holds_every_seal_metric_of_every_step(tracked_run, monkeypatch)
     assert {entry["train/seal/success_rate"] for entry in train} == {0.5}  # half the rollouts replay the truth
 
 
+@pytest.mark.slow  # a subprocess training (the default suite keeps one: test_first_run's)
 def test_held_out_evaluation_is_logged_per_category_and_written_to_the_run(tracked_run, monkeypatch):
     logs = trackio_logs(tracked_run, monkeypatch)
     evals = [entry for entry in logs if "eval/success_rate" in entry]
