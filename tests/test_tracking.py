@@ -129,3 +129,27 @@ def test_eval_settings_are_checked(tmp_path):
         SealConfig(output_dir=str(tmp_path), use_cpu=True, eval_every_steps=-1, num_generations=2)
     with pytest.raises(ValueError, match="eval_tasks"):
         SealConfig(output_dir=str(tmp_path), use_cpu=True, eval_tasks=0, num_generations=2)
+
+
+def test_held_out_evaluation_scores_with_the_eval_commands_protocol(suite, monkeypatch):
+    """One default: the held-out rollouts get `seal-hub eval`'s tokens per step, whatever the training reply budget."""
+    from seal_hub.evaluation import EvalProtocol
+    from seal_hub.rollout import PolicyInfo
+    from seal_hub.training import held_out
+
+    seen = {}
+
+    class Engine:
+        def __init__(self, backend, tokenizer, suite, config, policy, interface):
+            seen["config"], seen["interface"] = config, interface
+
+        def run(self, tasks):
+            return []
+
+    monkeypatch.setattr(held_out, "RolloutEngine", Engine)
+    monkeypatch.setattr(held_out, "resolve_parser_style", lambda tokenizer, style: style or "hermes")
+    settings = held_out.HeldOutSettings(max_live_episodes=3)
+    result = held_out.evaluate_held_out(None, None, suite, [], settings, PolicyInfo("p"), step=1)
+    assert result.protocol == EvalProtocol(parser_style="hermes", max_live_episodes=3)
+    assert seen["config"].sampling.max_new_tokens == EvalProtocol().max_new_tokens == 512
+    assert seen["config"].sampling.temperature == 0.0 and seen["interface"].is_null
