@@ -235,8 +235,8 @@ def test_a_derived_snapshot_renders_as_its_source_and_names_its_origin(local, su
     tools = suite.episode(TASK).reset().tools
     assert derived.render_tools(tools) == source.render_tools(tools) != list(tools)
     assert derived.system_prompt() == source.system_prompt() and derived.recovery_feedback == source.recovery_feedback
-    # a snapshot without an origin hashes exactly as before the field existed
-    content = source.model_dump(mode="json", exclude={"created_at", "content_hash", "origin"})
+    # the hash covers every field but the timestamp and itself, an unset origin included
+    content = source.model_dump(mode="json", exclude={"created_at", "content_hash"})
     canonical = json.dumps(content, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     assert source.content_hash == hashlib.sha256(canonical.encode()).hexdigest()
     path = derived.save(tmp_path / "v1.json")
