@@ -4,7 +4,7 @@ Both score the same BFCL held-out tasks (the paper's test split, the same number
 same tiny random policy under the paper's evaluation protocol (`EvalProtocol`: greedy, null interface,
 bfcl-eval's step limit, withheld tools executable), through `run_evaluation`, in one process:
 
-- batched: `HFBackend`, up to `--batch-size` episodes in one decode batch, each episode's KV kept between
+- batched: `HFBackend`, up to `--max_live_episodes` episodes in one decode batch, each episode's KV kept between
   its steps and a task prefix's KV shared;
 - sequential (the baseline): one task at a time, `SequentialBackend` (`model.generate` on the whole
   sequence at every step, no cache kept), which is how a plain evaluation loop runs a local model.
@@ -12,7 +12,7 @@ bfcl-eval's step limit, withheld tools executable), through `run_evaluation`, in
 Greedy decoding makes both produce the same tokens and verdicts, which the script checks before it reports
 a figure. Prints tasks/s for both; last line exactly `eval speedup batched vs sequential: X.XXx`.
 
-    python benchmarks/eval_throughput.py [--per-category 8] [--max-new-tokens 128] [--batch-size 32]
+    python benchmarks/eval_throughput.py [--per-category 8] [--max-new-tokens 128] [--max_live_episodes 32]
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--per-category", type=int, default=8, help="held-out tasks per BFCL category")
     parser.add_argument("--max-new-tokens", type=int, default=128)
-    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--max_live_episodes", type=int, default=32)
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -51,10 +51,10 @@ def main() -> None:
     runs = {}
     with tempfile.TemporaryDirectory() as out:
         for name, backend, batch in (
-            ("batched", HFBackend(model, eos, pad), args.batch_size),
+            ("batched", HFBackend(model, eos, pad), args.max_live_episodes),
             ("sequential", SequentialBackend(model, eos, pad), 1),
         ):
-            protocol = EvalProtocol(max_new_tokens=args.max_new_tokens, batch_size=batch)
+            protocol = EvalProtocol(max_new_tokens=args.max_new_tokens, max_live_episodes=batch)
             engine = RolloutEngine(backend, tokenizer, suite, protocol.rollout_config(), PolicyInfo("tiny"), interface)
             model_record = {"id": "tiny", "revision": None}
             spec = EvalSpec(

@@ -10,21 +10,17 @@ from __future__ import annotations
 
 import argparse
 
-from seal_hub.toolcalls import STYLES as PARSER_STYLES
+from seal_hub.toolcalls import PARSER_STYLES
 
 PARSER_HELP = "tool-call format (default: the one the chat template writes)"
 
 __all__ = ["PARSER_HELP", "PARSER_STYLES", "option", "positive_limit", "task_arguments"]
 
 
-def option(parser: argparse.ArgumentParser, name: str, *aliases: str, **kwargs) -> None:
-    """`--name`, spelled as the recipe's field of the same meaning (`seal-hub train` flags, YAML keys), with the
-    earlier spellings (`--max-new-tokens`, `--batch-size`, `--parser`) still accepted but left out of --help."""
+def option(parser: argparse.ArgumentParser, name: str, **kwargs) -> None:
+    """`--name`, spelled as the recipe's field of the same meaning (`seal-hub train` flags, YAML keys); one
+    spelling only (pre-1.0: the earlier dashed ones are gone)."""
     parser.add_argument(f"--{name}", **kwargs)
-    dashed = f"--{name.replace('_', '-')}"
-    kept = {k: v for k, v in kwargs.items() if k in ("type", "choices", "action")}
-    for alias in dict.fromkeys([*([dashed] if dashed != f"--{name}" else []), *aliases]):
-        parser.add_argument(alias, dest=name, default=argparse.SUPPRESS, help=argparse.SUPPRESS, **kept)
 
 
 def task_arguments(parser: argparse.ArgumentParser, default_split: str, suites: list[str] | None = None) -> None:

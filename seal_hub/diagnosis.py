@@ -68,7 +68,7 @@ class Label(StrEnum):
     PASS = "pass"
 
 
-# DESIGN.md section 2: the paper's released weights, and 1.0 where the paper's text is the only source.
+# docs/method.md: the paper's released weights, and 1.0 where the paper's text is the only source.
 DEFAULT_RHO: dict[Label, float] = {
     Label.SPURIOUS_TOOL_CALL: 2.0,
     Label.CORRECT_ABSTENTION: 1.8,

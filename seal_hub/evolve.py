@@ -1,7 +1,7 @@
 """Interface evolution and the closed-loop rho update: the two uses of a failure profile.
 
 `evolve(parent, profile, config)` makes the next learning-interface snapshot from the recent failure profile
-(DESIGN.md section 2): schema cues on, a recovery hint per error kind, and a capability guideline for each
+(docs/method.md): schema cues on, a recovery hint per error kind, and a capability guideline for each
 failure label with prevalence >= 0.10, count >= 8 and mean reward < 0.6 (at most 3, ranked by
 prevalence * (1 - mean reward)). It returns `parent` itself when nothing would change, and is deterministic:
 the same parent and profile give the same content hash (timestamps are outside the hash). The texts the

@@ -10,8 +10,7 @@ unchanged.
 
 Design choices: the snapshot is data, the texts it holds are written by `seal_hub.evolve`, so this module
 is mechanism only. `content_hash` is the sha256 of the canonical JSON of every field except `created_at` and
-the hash itself (and `origin` while it is unset, so hashes made before that field existed still hold), so
-the same content always hashes the same and a hand-edited file is caught on load.
+the hash itself, so the same content always hashes the same and a hand-edited file is caught on load.
 Snapshots are training-only by default: `effective_interface` hands evaluation the null interface unless
 asked otherwise. Files are written atomically (temp file, then `os.replace`); `load_snapshot` validates a file
 and raises `InterfaceError` naming the file and the field (`seal_hub.snapshot_store` keeps a lineage of them).
@@ -194,8 +193,7 @@ class InterfaceSnapshot(_Frozen):
         return not (self.schema_cues.enabled or self.recovery_feedback.enabled or self.capability_guidelines.enabled)
 
     def compute_hash(self) -> str:
-        skip = {"created_at", "content_hash"} | ({"origin"} if self.origin is None else set())  # hashes predating it
-        content = self.model_dump(mode="json", exclude=skip)
+        content = self.model_dump(mode="json", exclude={"created_at", "content_hash"})
         canonical = json.dumps(content, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
         return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
@@ -237,8 +235,7 @@ class InterfaceSnapshot(_Frozen):
         if self.compute_hash() != self.content_hash:
             raise InterfaceError(f"snapshot {self.version}: content changed after it was made; not saving it")
         path = Path(path)
-        unset = {"origin"} if self.origin is None else set()  # files without an origin read as before it existed
-        text = self.model_dump_json(indent=2, exclude=unset) + "\n"
+        text = self.model_dump_json(indent=2) + "\n"
         fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as handle:

@@ -39,7 +39,6 @@ from seal_hub.snapshot_store import SnapshotStore
 TRAINER_STATE_FILE = "trainer_state.json"  # transformers' TRAINER_STATE_NAME
 # transformers keys a stateful callback's state by its class name: `seal_hub.training.loop_state.SealLoopState`
 STATE_CALLBACK = "SealLoopState"
-LEGACY_STATE_FILE = "seal_state.json"  # where seal_hub kept the loop state before it was a stateful callback
 RUN_CONFIG_FILE = "run_config.json"
 # the settings a report needs to name a run: the ablation switches and the budget they were compared on
 RUN_CONFIG_FIELDS = (
@@ -137,15 +136,9 @@ def load_state(checkpoint_dir: str | Path) -> dict[str, Any]:
         state = state[0] if state else None
     seal = (state or {}).get("attributes", {}).get("seal")
     if not isinstance(seal, dict):
-        legacy = (Path(checkpoint_dir) / LEGACY_STATE_FILE).is_file()
         raise ValueError(
             f"{path} holds no SEAL loop state (stateful_callbacks[{STATE_CALLBACK!r}]): "
-            + (
-                f"{checkpoint_dir} was written by an older seal_hub ({LEGACY_STATE_FILE}); resume it with that "
-                "version or start a new output_dir"
-                if legacy
-                else f"{checkpoint_dir} is not a SEAL checkpoint"
-            )
+            f"{checkpoint_dir} is not a SEAL checkpoint"
         )
     return seal
 
@@ -157,16 +150,10 @@ def checkpoint_step(folder: str | Path) -> int | None:
 
 
 def last_checkpoint(output_dir: str | Path) -> Path | None:
-    """The newest checkpoint-N that was written whole (`is_complete`); None when there is none.
-
-    A checkpoint of an older seal_hub (its state in ``seal_state.json``) counts too, so that resuming it stops
-    with `load_state`'s message instead of a fresh start that would prune the old run's records.
-    """
+    """The newest checkpoint-N that was written whole (`is_complete`); None when there is none."""
     root = Path(output_dir)
     found = [(checkpoint_step(p), p) for p in root.glob("checkpoint-*")] if root.is_dir() else []
-    complete = [
-        (step, p) for step, p in found if step is not None and (is_complete(p) or (p / LEGACY_STATE_FILE).is_file())
-    ]
+    complete = [(step, p) for step, p in found if step is not None and is_complete(p)]
     return max(complete)[1] if complete else None
 
 

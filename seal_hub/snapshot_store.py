@@ -4,7 +4,7 @@ The store keeps the lineage honest: a snapshot goes in only if its parent is alr
 interface, with no parent, always may), a stored version is immutable (putting the same content again is a
 no-op, other content under the same version is refused), and every read validates the file (JSON, labels,
 content hash, parent known, version matching the file name) through `seal_hub.interface.load_snapshot`.
-Writes are atomic (`InterfaceSnapshot.save`).
+Writes are atomic (`InterfaceSnapshot.save`). `lineage` walks a snapshot's parents, root first.
 
 Not covered: the Hugging Face Hub registry and `repo@version` references (`seal_hub.hub`), and concurrent
 writers to one directory (one training run owns its store).
@@ -71,3 +71,13 @@ class SnapshotStore:
             )
         self.root.mkdir(parents=True, exist_ok=True)
         return snapshot.save(self.path(snapshot.version))
+
+    def lineage(self, snapshot: InterfaceSnapshot, stored_only: bool = False) -> list[InterfaceSnapshot]:
+        """`snapshot` and its ancestors, the root first. A missing ancestor is an `InterfaceError`, or with
+        `stored_only=True` where the walk stops (a run started from a snapshot whose ancestors live elsewhere)."""
+        chain = [snapshot]
+        while chain[-1].parent is not None:
+            if stored_only and chain[-1].parent not in self:
+                break
+            chain.append(self.get(chain[-1].parent))
+        return chain[::-1]

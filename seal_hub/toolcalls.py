@@ -47,19 +47,19 @@ from typing import Any
 
 from seal_hub.envs.protocol import Action, ParseError, ToolCall
 
-STYLES = ("hermes", "llama3", "pythonic")
+PARSER_STYLES = ("hermes", "llama3", "pythonic")
 
 
-class ToolStyleError(ValueError):
+class ParserStyleError(ValueError):
     """A tool-call style that is unknown, cannot be inferred, or contradicts the chat template (one line)."""
 
 
-def check_style(style: str | None) -> None:
-    """`style` is one of `STYLES`, or None (inferred from the chat template: `seal_hub.models.tool_style`)."""
-    if style is not None and style not in STYLES:
-        raise ToolStyleError(
-            f"parser_style={style!r} is unknown: parser_style must be one of {', '.join(STYLES)}, or None (inferred "
-            "from the chat template)"
+def check_parser_style(style: str | None) -> None:
+    """`style` is one of `PARSER_STYLES`, or None (inferred from the chat template: `seal_hub.models.parser_style`)."""
+    if style is not None and style not in PARSER_STYLES:
+        raise ParserStyleError(
+            f"parser_style={style!r} is unknown: parser_style must be one of {', '.join(PARSER_STYLES)}, or None "
+            "(inferred from the chat template)"
         )
 
 
@@ -354,8 +354,8 @@ class ToolCallParser:
     max_calls: int = DEFAULT_MAX_CALLS
 
     def __post_init__(self) -> None:
-        if self.style not in STYLES:
-            raise ValueError(f"style={self.style!r} is unknown; use one of {', '.join(STYLES)}")
+        if self.style not in PARSER_STYLES:
+            raise ValueError(f"style={self.style!r} is unknown; use one of {', '.join(PARSER_STYLES)}")
         if self.max_chars < 1 or self.max_calls < 1:
             raise ValueError(f"max_chars={self.max_chars} and max_calls={self.max_calls} must both be >= 1")
 
@@ -409,4 +409,4 @@ def format_tool_calls(calls: list[ToolCall] | tuple[ToolCall, ...], style: str =
         return "\n".join(json.dumps({"name": c.name, "parameters": c.arguments}, ensure_ascii=False) for c in calls)
     if style == "pythonic":
         return "[" + ", ".join(_format_pythonic(c) for c in calls) + "]"
-    raise ValueError(f"style={style!r} is unknown; use one of {', '.join(STYLES)}")
+    raise ValueError(f"style={style!r} is unknown; use one of {', '.join(PARSER_STYLES)}")

@@ -33,7 +33,7 @@ CONTRACT_KEYS = {
 
 
 def _eval(out, *argv):
-    return main(["eval", "--suite", "bfcl", "--out", str(out), "--no_progress", *argv])
+    return main(["eval", "--suite", "bfcl", "--output_dir", str(out), "--no_progress", *argv])
 
 
 def _last_line(capsys) -> re.Match:
@@ -162,7 +162,7 @@ def test_bad_input_is_a_one_line_error(tmp_path, capsys, monkeypatch, argv, mess
     argv = [str(corrupt) if a == "CORRUPT" else a for a in argv]
     model = ["--model", "tiny"] if "--adapter" in argv else ["--model", "oracle"]
     monkeypatch.setenv("SEAL_HUB_CACHE", str(tmp_path / "cache"))
-    code = main(["eval", "--out", str(tmp_path / "out"), "--no_progress", *model, *argv])
+    code = main(["eval", "--output_dir", str(tmp_path / "out"), "--no_progress", *model, *argv])
     err = capsys.readouterr().err
     assert code == 2 and message in err and "Traceback" not in err and err.count("\n") == 1, err
 

@@ -29,7 +29,7 @@ def models(tmp_path_factory):
 
 def _eval_and_publish(models, out, adapter_ref, records_repo, capsys):
     argv = ["eval", "--model", str(models["base"]), "--adapter", adapter_ref, "--limit", "2", "--max_new_tokens", "4"]
-    code = main([*argv, "--out", str(out), "--no_progress", "--publish", records_repo])
+    code = main([*argv, "--output_dir", str(out), "--no_progress", "--publish", records_repo])
     printed = capsys.readouterr()
     assert code == 0, printed.err
     return printed.out.strip().splitlines()
@@ -86,7 +86,7 @@ def test_publish_to_the_local_registry(models, tmp_path, capsys, monkeypatch):
     publish_adapter("alice/run1-adapter", 1, models["adapters"][1], registry=registry)
     code = main(
         ["eval", "--model", str(models["base"]), "--adapter", "local://alice/run1-adapter@iter-0", "--limit", "2"]
-        + ["--max_new_tokens", "4", "--out", str(tmp_path / "old"), "--no_progress"]
+        + ["--max_new_tokens", "4", "--output_dir", str(tmp_path / "old"), "--no_progress"]
         + ["--publish", "local://alice/run1-eval"]
     )
     err = capsys.readouterr().err
@@ -94,7 +94,7 @@ def test_publish_to_the_local_registry(models, tmp_path, capsys, monkeypatch):
 
 
 def test_publish_needs_an_adapter(tmp_path, capsys):
-    code = main(["eval", "--model", "oracle", "--out", str(tmp_path / "o"), "--publish", "alice/x-eval"])
+    code = main(["eval", "--model", "oracle", "--output_dir", str(tmp_path / "o"), "--publish", "alice/x-eval"])
     err = capsys.readouterr().err
     assert code == 2 and "give --adapter" in err and not (tmp_path / "o").exists()
 

@@ -13,7 +13,12 @@ from template_models import LLAMA_END_TOKENS, PYTHONIC_TEMPLATE, build_tiny_llam
 from seal_hub.envs.protocol import ToolCall
 from seal_hub.models import end_token_ids, template_end_of_turn
 from seal_hub.models.chat_templates import trl_chat_template
-from seal_hub.models.tool_style import ToolStyleError, infer_tool_style, resolve_tool_style, style_from_rendering
+from seal_hub.models.parser_style import (
+    ParserStyleError,
+    infer_parser_style,
+    resolve_parser_style,
+    style_from_rendering,
+)
 from seal_hub.rollout import GenerationRequest, HFBackend, PolicyInfo, RolloutConfig, RolloutEngine, SamplingConfig
 from seal_hub.rollout.reference import SequentialBackend
 from seal_hub.rollout.sampling import generate_kwargs, logits_processors
@@ -271,44 +276,44 @@ def _with_template(tokenizer, template: str):
 def test_styles_are_inferred_from_the_shipped_and_bundled_templates(qwen, llama):
     _, qwen_tok = qwen
     _, llama_tok = llama
-    assert infer_tool_style(qwen_tok).style == "hermes"  # TRL's qwen2_5, as seal_hub installs it
-    assert infer_tool_style(qwen_tok).source == "trl response schema"
-    assert infer_tool_style(llama_tok).style == "llama3"  # TRL's llama3_1
-    assert infer_tool_style(_with_template(llama_tok, trl_chat_template("llama3_2"))).style == "llama3"
+    assert infer_parser_style(qwen_tok).style == "hermes"  # TRL's qwen2_5, as seal_hub installs it
+    assert infer_parser_style(qwen_tok).source == "trl response schema"
+    assert infer_parser_style(llama_tok).style == "llama3"  # TRL's llama3_1
+    assert infer_parser_style(_with_template(llama_tok, trl_chat_template("llama3_2"))).style == "llama3"
     # rendering alone agrees with TRL's response schema on the templates TRL knows
     assert style_from_rendering(qwen_tok).style == "hermes"
     assert style_from_rendering(llama_tok).style == "llama3"
     # a template TRL does not know: read from its rendering
     pythonic = _with_template(qwen_tok, PYTHONIC_TEMPLATE)
-    assert infer_tool_style(pythonic) == style_from_rendering(pythonic)
-    assert infer_tool_style(pythonic).style == "pythonic"
+    assert infer_parser_style(pythonic) == style_from_rendering(pythonic)
+    assert infer_parser_style(pythonic).style == "pythonic"
 
 
 def test_a_style_the_template_contradicts_is_refused_naming_the_inferred_one(qwen, llama):
     _, qwen_tok = qwen
     _, llama_tok = llama
-    assert resolve_tool_style(qwen_tok, None) == "hermes"
-    assert resolve_tool_style(qwen_tok, "hermes") == "hermes"
+    assert resolve_parser_style(qwen_tok, None) == "hermes"
+    assert resolve_parser_style(qwen_tok, "hermes") == "hermes"
     for tokenizer, wrong, right in ((qwen_tok, "llama3", "hermes"), (llama_tok, "hermes", "llama3")):
-        with pytest.raises(ToolStyleError) as error:
-            resolve_tool_style(tokenizer, wrong)
+        with pytest.raises(ParserStyleError) as error:
+            resolve_parser_style(tokenizer, wrong)
         message = str(error.value)
         assert "\n" not in message and f"'{right}' style" in message and f"parser_style={wrong!r}" in message
-    with pytest.raises(ToolStyleError, match="is unknown"):
-        resolve_tool_style(qwen_tok, "xml")
+    with pytest.raises(ParserStyleError, match="is unknown"):
+        resolve_parser_style(qwen_tok, "xml")
 
 
 def test_templates_without_a_usable_call_format(qwen, llama):
     _, qwen_tok = qwen
     _, llama_tok = llama
     silent = _with_template(llama_tok, trl_chat_template("llama3"))  # Llama 3.0's: drops tool calls
-    assert resolve_tool_style(silent, "pythonic") == "pythonic"  # nothing to contradict: the caller's choice
-    with pytest.raises(ToolStyleError, match="cannot infer the tool-call style.*set parser_style"):
-        resolve_tool_style(silent, None)
+    assert resolve_parser_style(silent, "pythonic") == "pythonic"  # nothing to contradict: the caller's choice
+    with pytest.raises(ParserStyleError, match="cannot infer the tool-call style.*set parser_style"):
+        resolve_parser_style(silent, None)
     xml = _with_template(qwen_tok, trl_chat_template("qwen3_5_nothink"))  # calls as <function=...> XML
     for requested in (None, "hermes"):
-        with pytest.raises(ToolStyleError, match="cannot parse"):
-            resolve_tool_style(xml, requested)
+        with pytest.raises(ParserStyleError, match="cannot parse"):
+            resolve_parser_style(xml, requested)
 
 
 def test_the_engine_parses_in_the_inferred_style_and_refuses_a_contradiction(suite, qwen, llama):
@@ -322,7 +327,7 @@ def test_the_engine_parses_in_the_inferred_style_and_refuses_a_contradiction(sui
     assert engine.parser.style == "llama3" and engine.renderer.end_of_turn == "<|eot_id|>"
     [trajectory] = engine.run(task)
     assert [c.name for c in trajectory.turns[0].steps[0].tool_calls] == [call.name]
-    with pytest.raises(ToolStyleError, match="'hermes' style"):
+    with pytest.raises(ParserStyleError, match="'hermes' style"):
         RolloutEngine(ScriptedBackend(qwen_tok, script), qwen_tok, suite, RolloutConfig(parser_style="pythonic"))
     with pytest.raises(ValueError, match="parser_style must be one of"):
         RolloutConfig(parser_style="xml")

@@ -301,6 +301,12 @@ def test_store_keeps_lineage_and_immutability(tmp_path, v1):
     v10 = evolve(orphan, FailureProfile(), version="v10", rho={**DEFAULT_RHO, Label.PASS: 1.2})
     store.put(v10)
     assert store.versions() == ["v0", "v1", "v2", "v10"] and store.get("v10") == v10
+    assert [s.version for s in store.lineage(v10)] == ["v0", "v1", "v2", "v10"]
+    elsewhere = SnapshotStore(tmp_path / "other")  # a run that started from v2, whose ancestors it never stored
+    elsewhere.put(InterfaceSnapshot.null())
+    assert [s.version for s in elsewhere.lineage(v10, stored_only=True)] == ["v10"]
+    with pytest.raises(InterfaceError, match="no version 'v2'"):
+        elsewhere.lineage(v10)
     with pytest.raises(InterfaceError, match=r"no version 'v3' \(have: v0, v1, v2, v10\)"):
         store.get("v3")
     store.path("v10").rename(store.path("v11"))

@@ -105,11 +105,8 @@ def fresh_venv(tmp_path: Path, wheel: Path) -> Path:
     return venv
 
 
-def test_a_wheel_install_trains_and_publishes_without_a_checkout(tmp_path):
-    from seal_hub.models import build_tiny_model
-
-    wheel = build_wheel(tmp_path)
-    names = set(zipfile.ZipFile(wheel).namelist())
+def test_the_wheel_holds_every_data_file_and_card_template(tmp_path):
+    names = set(zipfile.ZipFile(build_wheel(tmp_path)).namelist())
     missing = [f for f in data_files() if f not in names]
     assert not missing, f"not in the wheel (add to [tool.setuptools.package-data] in pyproject.toml): {missing}"
     for required in (
@@ -122,7 +119,12 @@ def test_a_wheel_install_trains_and_publishes_without_a_checkout(tmp_path):
     cards = {n.rsplit("/", 1)[-1] for n in names if "/data/share/seal_hub/model_cards/" in n}
     assert cards == {p.name for p in (ROOT / "model_cards").glob("*.md")}
 
-    venv = fresh_venv(tmp_path, wheel)
+
+@pytest.mark.slow  # a subprocess training (the default suite keeps one: test_first_run's)
+def test_a_wheel_install_trains_and_publishes_without_a_checkout(tmp_path):
+    from seal_hub.models import build_tiny_model
+
+    venv = fresh_venv(tmp_path, build_wheel(tmp_path))
     work = tmp_path / "elsewhere"  # no checkout here or on the path
     work.mkdir()
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "SEAL_HUB_CARD_TEMPLATES")}

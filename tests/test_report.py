@@ -41,7 +41,7 @@ def sources(tmp_path):
 
 def test_report_writes_markdown_and_every_plot(sources, tmp_path, capsys):
     out = tmp_path / "out"
-    code, lines, err = run_cli(capsys, *map(str, sources.values()), "--out", str(out))
+    code, lines, err = run_cli(capsys, *map(str, sources.values()), "--output_dir", str(out))
     assert code == 0, err
     expected = {
         "success.png",
@@ -145,7 +145,7 @@ def test_names_can_be_given_and_clashes_are_told_apart(tmp_path):
 
 def test_a_name_given_on_the_command_line_is_used(sources, tmp_path, capsys):
     out = tmp_path / "out"
-    code, _, _ = run_cli(capsys, f"ours={sources['seal']}", "--out", str(out))
+    code, _, _ = run_cli(capsys, f"ours={sources['seal']}", "--output_dir", str(out))
     assert code == 0 and "**ours**" in (out / "report.md").read_text()
 
 
@@ -155,7 +155,7 @@ def test_a_run_killed_mid_way_still_reports_what_exists(tmp_path, capsys):
     empty = tmp_path / "started"
     (empty / "interfaces").mkdir(parents=True)  # killed before its first iteration
     out = tmp_path / "out"
-    code, lines, err = run_cli(capsys, str(run), str(empty), "--out", str(out))
+    code, lines, err = run_cli(capsys, str(run), str(empty), "--output_dir", str(out))
     assert code == 0, err
     assert lines[-1] == f"report: 4 plots in {out}"
     text = (out / "report.md").read_text()
@@ -178,7 +178,7 @@ def test_a_run_with_no_iteration_draws_nothing(tmp_path, capsys):
     empty = tmp_path / "started"
     (empty / "interfaces").mkdir(parents=True)
     out = tmp_path / "out"
-    code, lines, _ = run_cli(capsys, str(empty), "--out", str(out))
+    code, lines, _ = run_cli(capsys, str(empty), "--output_dir", str(out))
     assert code == 0 and lines[-1] == f"report: 0 plots in {out}"
     assert "nothing to plot" in (out / "report.md").read_text()
 
@@ -216,7 +216,7 @@ def test_corrupt_run_files_give_one_line_and_exit_2(tmp_path, capsys, damage, me
     run = write_run(tmp_path / "run", steps=3)
     damage(run)
     out = tmp_path / "out"
-    code, _, err = run_cli(capsys, str(run), "--out", str(out))
+    code, _, err = run_cli(capsys, str(run), "--output_dir", str(out))
     assert code == 2 and message in err and len(err.strip().splitlines()) == 1
     assert not out.exists()  # nothing written from bad input
 
@@ -224,24 +224,24 @@ def test_corrupt_run_files_give_one_line_and_exit_2(tmp_path, capsys, damage, me
 def test_bad_evaluations_and_foreign_directories_give_one_line_and_exit_2(tmp_path, capsys):
     foreign = tmp_path / "photos"
     foreign.mkdir()
-    code, _, err = run_cli(capsys, str(foreign), "--out", str(tmp_path / "out"))
+    code, _, err = run_cli(capsys, str(foreign), "--output_dir", str(tmp_path / "out"))
     assert code == 2 and "neither a training run" in err and len(err.strip().splitlines()) == 1
-    code, _, err = run_cli(capsys, str(tmp_path / "missing"), "--out", str(tmp_path / "out"))
+    code, _, err = run_cli(capsys, str(tmp_path / "missing"), "--output_dir", str(tmp_path / "out"))
     assert code == 2 and "not a directory" in err
     evaluation = write_eval(tmp_path / "eval")
     results = json.loads((evaluation / "results.json").read_text())
     del results["scores"]["average"]
     (evaluation / "results.json").write_text(json.dumps(results))
-    code, _, err = run_cli(capsys, str(evaluation), "--out", str(tmp_path / "out"))
+    code, _, err = run_cli(capsys, str(evaluation), "--output_dir", str(tmp_path / "out"))
     assert code == 2 and "field scores.average" in err
     results["scores"]["average"], results["schema"] = 1.0, "someone.else/3"
     (evaluation / "results.json").write_text(json.dumps(results))
-    code, _, err = run_cli(capsys, str(evaluation), "--out", str(tmp_path / "out"))
+    code, _, err = run_cli(capsys, str(evaluation), "--output_dir", str(tmp_path / "out"))
     assert code == 2 and "someone.else/3" in err
     (evaluation / "trajectories.parquet").write_bytes(b"not parquet")
     results["schema"] = "seal_hub.eval/1"
     (evaluation / "results.json").write_text(json.dumps(results))
-    code, _, err = run_cli(capsys, str(evaluation), "--out", str(tmp_path / "out"))
+    code, _, err = run_cli(capsys, str(evaluation), "--output_dir", str(tmp_path / "out"))
     assert code == 2 and "trajectories.parquet" in err
     assert not (tmp_path / "out").exists()
 
@@ -257,7 +257,7 @@ def test_report_on_a_real_tiny_training_run(suite, tmp_path, capsys):
     run = tmp_path / "run"
     assert json.loads((run / "run_config.json").read_text())["env_adaptation"] is True
     out = tmp_path / "report"
-    code, lines, err = run_cli(capsys, str(run), "--out", str(out))
+    code, lines, err = run_cli(capsys, str(run), "--output_dir", str(out))
     assert code == 0, err
     assert lines[-1] == f"report: 4 plots in {out}"
     record = load_source(run)

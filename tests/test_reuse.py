@@ -235,8 +235,8 @@ def test_a_derived_snapshot_renders_as_its_source_and_names_its_origin(local, su
     tools = suite.episode(TASK).reset().tools
     assert derived.render_tools(tools) == source.render_tools(tools) != list(tools)
     assert derived.system_prompt() == source.system_prompt() and derived.recovery_feedback == source.recovery_feedback
-    # a snapshot without an origin hashes exactly as before the field existed
-    content = source.model_dump(mode="json", exclude={"created_at", "content_hash", "origin"})
+    # the hash covers every field but the timestamp and itself, an unset origin included
+    content = source.model_dump(mode="json", exclude={"created_at", "content_hash"})
     canonical = json.dumps(content, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     assert source.content_hash == hashlib.sha256(canonical.encode()).hexdigest()
     path = derived.save(tmp_path / "v1.json")
@@ -253,7 +253,18 @@ def test_a_derived_snapshot_renders_as_its_source_and_names_its_origin(local, su
 
 def test_cli_rollout_takes_a_published_interface_and_adapter(local, models, tmp_path, capsys):
     out = tmp_path / "rollout"
-    argv = ["rollout", "--split", "train", "--limit", "1", "--max_new_tokens", "8", "--no_progress", "--out", str(out)]
+    argv = [
+        "rollout",
+        "--split",
+        "train",
+        "--limit",
+        "1",
+        "--max_new_tokens",
+        "8",
+        "--no_progress",
+        "--output_dir",
+        str(out),
+    ]
     assert main([*argv, "--interface", f"{SRC_ENV}@v1", "--adapter", f"{SRC_ADAPTER}@iter-1"]) == 0
     env_commit = commit_of(local, SRC_ENV, "dataset", "v1")
     adapter_commit = commit_of(local, SRC_ADAPTER, "model", "iter-1")

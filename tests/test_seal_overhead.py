@@ -57,9 +57,24 @@ def test_report_refuses_when_a_bookkeeping_function_never_ran(bench):
         bench.report(vanilla, seal)
 
 
-def test_every_hooked_function_exists_where_the_trainer_calls_it(bench):
-    for owner, name, _ in (*bench.BOOKKEEPING, bench.ROLLOUT):
-        assert callable(getattr(owner, name)), f"{owner}.{name}"
+def test_the_probe_times_every_hooked_function_where_the_trainer_looks_it_up(bench):
+    import inspect
+
+    from seal_hub.interface import InterfaceSnapshot
+
+    hooked = [(owner, name) for owner, name, _ in (*bench.BOOKKEEPING, bench.ROLLOUT)]
+    originals = {(owner, name): getattr(owner, name) for owner, name in hooked}
+    probe = bench.Probe("seal")
+    with probe.patches():
+        for (owner, name), original in originals.items():
+            assert getattr(owner, name).__wrapped__ is original, f"{owner}.{name} is not wrapped"
+        InterfaceSnapshot.null().render_tools([])
+    assert dict(probe.run.calls) == {"interface rendering": 1}
+    source = inspect.getsource(bench.trainer_module)
+    for (owner, name), original in originals.items():
+        assert getattr(owner, name) is original, f"{owner}.{name} was not restored"
+        if inspect.ismodule(owner):  # a module function is wrapped where the trainer looks it up: it must call it
+            assert re.search(rf"\b{name}\(", source), f"the trainer no longer calls {name}"
 
 
 @pytest.mark.slow

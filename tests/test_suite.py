@@ -7,13 +7,21 @@ import pytest
 
 from seal_hub.envs.bfcl import BfclSuite, paper_split, replay, resolve_split
 from seal_hub.envs.protocol import Action
-from seal_hub.envs.suite import Suite, SuiteError, load_suite
+from seal_hub.envs.suite import SuiteError, load_suite
 
 
 def test_bfcl_is_a_suite_and_its_oracle_passes(suite):
-    assert isinstance(suite, Suite)
     assert load_suite("bfcl").name == "bfcl"
     task = suite.task("multi_turn_miss_param_3")
+    # every member of the Suite contract answers as the engine reads it
+    assert (task.id, task.category) == ("multi_turn_miss_param_3", "miss_param") and task.category in suite.categories
+    assert suite.select([task.id, "multi_turn_base_0"]) == [task, suite.tasks["multi_turn_base_0"]]
+    assert set(suite.split_ids("train")) | set(suite.split_ids("test")) == set(suite.tasks)
+    episode = suite.episode(task.id)
+    first = episode.reset()
+    assert episode.task is task and first.turn_index == 0 and first.messages and first.tools and not episode.done
+    assert episode.step(Action(content="I cannot do that.")).observation.turn_index == 1  # a reply ends the turn
+    episode.close()
     steps = [[list(action.tool_calls) for action in turn] for turn in suite.oracle_steps(task)]
     assert all(isinstance(a, Action) for turn in suite.oracle_steps(task) for a in turn)
     from seal_hub.envs.bfcl import EpisodeConfig

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from seal_hub.envs.protocol import Action, ParseError, ToolCall
 from seal_hub.toolcalls import (
     PARSE_ERROR_KINDS,
-    STYLES,
+    PARSER_STYLES,
     ToolCallParser,
     format_tool_call,
     format_tool_calls,
@@ -131,7 +131,7 @@ def test_hermes_unclosed_tag() -> None:
 
 
 def test_plain_message_has_no_calls() -> None:
-    for style in STYLES:
+    for style in PARSER_STYLES:
         action = checked(parse_tool_calls("  The capital of France is Paris.  ", style))
         assert action == Action(content="The capital of France is Paris.")
 
@@ -271,7 +271,7 @@ def test_too_long_text_is_not_parsed() -> None:
     assert calls(checked(parse_tool_calls(text, max_chars=300_000))) == [("f", {})]
 
 
-@pytest.mark.parametrize("style", STYLES)
+@pytest.mark.parametrize("style", PARSER_STYLES)
 def test_thousands_of_calls(style: str) -> None:
     many = [ToolCall(f"tool_{i}", {"i": i}) for i in range(2_500)]
     text = format_tool_calls(many, style)
@@ -337,7 +337,7 @@ def tool_calls(style: str) -> st.SearchStrategy[list[ToolCall]]:
     return st.lists(call, min_size=1, max_size=5)
 
 
-@pytest.mark.parametrize("style", STYLES)
+@pytest.mark.parametrize("style", PARSER_STYLES)
 @FAST
 @given(data=st.data())
 def test_round_trip(style: str, data: st.DataObject) -> None:
@@ -365,7 +365,7 @@ FRAGMENTS = [
 NOISE = st.lists(st.sampled_from(FRAGMENTS) | st.text(max_size=6), max_size=40).map("".join)
 
 
-@pytest.mark.parametrize("style", STYLES)
+@pytest.mark.parametrize("style", PARSER_STYLES)
 @settings(max_examples=150, deadline=None)
 @given(text=NOISE | st.text(max_size=200) | st.binary(max_size=200).map(lambda b: b.decode("utf-8", "replace")))
 def test_never_raises_on_any_text(style: str, text: str) -> None:
@@ -380,7 +380,7 @@ SAMPLES = {
 }
 
 
-@pytest.mark.parametrize("style", STYLES)
+@pytest.mark.parametrize("style", PARSER_STYLES)
 def test_truncation_at_every_position_yields_a_prefix_of_the_calls(style: str) -> None:
     expected = [(c.name, c.arguments) for c in SAMPLES[style]]
     text = format_tool_calls(SAMPLES[style], style)
@@ -393,7 +393,7 @@ def test_truncation_at_every_position_yields_a_prefix_of_the_calls(style: str) -
     assert calls(parse_tool_calls(text, style)) == expected
 
 
-@pytest.mark.parametrize("style", STYLES)
+@pytest.mark.parametrize("style", PARSER_STYLES)
 @settings(max_examples=40, deadline=None)
 @given(data=st.data())
 def test_cut_and_noise_never_break_the_parser(style: str, data: st.DataObject) -> None:

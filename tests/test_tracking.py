@@ -74,6 +74,7 @@ def trackio_logs(root: Path, monkeypatch) -> list[dict]:
     return sqlite_storage.SQLiteStorage.get_logs(PROJECT, RUN)
 
 
+@pytest.mark.slow  # a subprocess training (the default suite keeps one: test_first_run's)
 def test_trackio_holds_every_seal_metric_of_every_step(tracked_run, monkeypatch):
     logs = trackio_logs(tracked_run, monkeypatch)
     train = [entry for entry in logs if "train/seal/success_rate" in entry]
@@ -92,6 +93,7 @@ def test_trackio_holds_every_seal_metric_of_every_step(tracked_run, monkeypatch)
     assert {entry["train/seal/success_rate"] for entry in train} == {0.5}  # half the rollouts replay the truth
 
 
+@pytest.mark.slow  # a subprocess training (the default suite keeps one: test_first_run's)
 def test_held_out_evaluation_is_logged_per_category_and_written_to_the_run(tracked_run, monkeypatch):
     logs = trackio_logs(tracked_run, monkeypatch)
     evals = [entry for entry in logs if "eval/success_rate" in entry]
@@ -127,3 +129,27 @@ def test_eval_settings_are_checked(tmp_path):
         SealConfig(output_dir=str(tmp_path), use_cpu=True, eval_every_steps=-1, num_generations=2)
     with pytest.raises(ValueError, match="eval_tasks"):
         SealConfig(output_dir=str(tmp_path), use_cpu=True, eval_tasks=0, num_generations=2)
+
+
+def test_held_out_evaluation_scores_with_the_eval_commands_protocol(suite, monkeypatch):
+    """One default: the held-out rollouts get `seal-hub eval`'s tokens per step, whatever the training reply budget."""
+    from seal_hub.evaluation import EvalProtocol
+    from seal_hub.rollout import PolicyInfo
+    from seal_hub.training import held_out
+
+    seen = {}
+
+    class Engine:
+        def __init__(self, backend, tokenizer, suite, config, policy, interface):
+            seen["config"], seen["interface"] = config, interface
+
+        def run(self, tasks):
+            return []
+
+    monkeypatch.setattr(held_out, "RolloutEngine", Engine)
+    monkeypatch.setattr(held_out, "resolve_parser_style", lambda tokenizer, style: style or "hermes")
+    settings = held_out.HeldOutSettings(max_live_episodes=3)
+    result = held_out.evaluate_held_out(None, None, suite, [], settings, PolicyInfo("p"), step=1)
+    assert result.protocol == EvalProtocol(parser_style="hermes", max_live_episodes=3)
+    assert seen["config"].sampling.max_new_tokens == EvalProtocol().max_new_tokens == 512
+    assert seen["config"].sampling.temperature == 0.0 and seen["interface"].is_null

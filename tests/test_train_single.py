@@ -203,7 +203,7 @@ def test_the_warm_up_teaches_the_answer_key_in_the_models_own_tool_call_format(s
     from transformers import AutoTokenizer
 
     from seal_hub.interface import InterfaceSnapshot
-    from seal_hub.models.tool_style import resolve_tool_style
+    from seal_hub.models.parser_style import resolve_parser_style
     from seal_hub.rollout.engine import ChatRenderer, first_messages
     from seal_hub.toolcalls import ToolCallParser
     from seal_hub.training.warmup import ABSTAIN, warmup_dataset
@@ -212,7 +212,7 @@ def test_the_warm_up_teaches_the_answer_key_in_the_models_own_tool_call_format(s
     ids = ["simple_python_0", "parallel_0", "irrelevance_0", single.split_ids("live_relevance")[0]]
     dataset = warmup_dataset(single, single.select(ids), tokenizer)
     assert len(dataset) == 3  # live_relevance has no answer key to teach
-    parser = ToolCallParser(resolve_tool_style(tokenizer, None))
+    parser = ToolCallParser(resolve_parser_style(tokenizer, None))
     end = tokenizer.convert_ids_to_tokens(tokenizer.eos_token_id)
     for task_id, row in zip(ids, dataset, strict=False):
         task = single.task(task_id)

@@ -2,7 +2,8 @@
 
 A suite is a set of tasks (each with an id and a category) and a factory of isolated episodes that speak the
 step protocol of `seal_hub.envs.protocol`: `reset() -> Observation`, `step(Action) -> StepResult`, `close()`,
-and at the end a `verdict` (an `EpisodeVerdict` of per-turn `TurnVerdict`s, reward 1 only if it passed). The
+and at the end a `verdict` (an `EpisodeVerdict` of per-turn `TurnVerdict`s, reward 1 only if it passed); every
+suite's episode gets the caller guards from `seal_hub.envs.episode.EpisodeBase`. The
 engine never looks past this contract, so BFCL multi-turn, BFCL single-turn, BFCL memory and tau2 all go
 through the same batched loop and land in the same `Trajectory` records.
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from seal_hub.envs.suite import SuiteError, SuiteTask, UnknownTaskError
+from seal_hub.envs.suite import SuiteError, UnknownTaskError
 
 WHOLE_SPLITS = ("test", "all")
 
@@ -63,10 +63,3 @@ class TaskTable:
             return tuple(task_id for task_id, task in self.tasks.items() if task.category == split)
         choices = ", ".join(self.categories)
         raise SuiteError(f"unknown split {split!r} for suite {self.name}; choose test, all or a category: {choices}")
-
-
-def category_counts(tasks: Iterable[SuiteTask]) -> dict[str, int]:
-    counts: dict[str, int] = {}
-    for task in tasks:
-        counts[task.category] = counts.get(task.category, 0) + 1
-    return counts

@@ -65,7 +65,7 @@ def _eval(args: argparse.Namespace) -> int:
         max_new_tokens=args.max_new_tokens,
         max_context_tokens=args.max_context_tokens,
         parser_style=args.parser_style,
-        batch_size=args.max_live_episodes,
+        max_live_episodes=args.max_live_episodes,
     )
     adapter = resolved = None
     if args.adapter:  # resolved before any model loads, so a bad reference fails at once
@@ -81,14 +81,14 @@ def _eval(args: argparse.Namespace) -> int:
         import dataclasses
 
         from seal_hub.models import end_token_ids, load_for_inference
-        from seal_hub.models.tool_style import resolve_tool_style
+        from seal_hub.models.parser_style import resolve_parser_style
         from seal_hub.rollout import HFBackend, PolicyInfo, RolloutEngine
 
         if resolved is not None:  # before the model loads: an adapter of another base fails at once
             check_base_model(resolved, args.model)
         model, tokenizer, config = load_for_inference(args.model)
         model_record = _eval_spec_model(args, config, model)
-        protocol = dataclasses.replace(protocol, parser_style=resolve_tool_style(tokenizer, protocol.parser_style))
+        protocol = dataclasses.replace(protocol, parser_style=resolve_parser_style(tokenizer, protocol.parser_style))
         if resolved is not None:
             from seal_hub.hub.sources import attach_adapter
 
@@ -108,7 +108,7 @@ def _eval(args: argparse.Namespace) -> int:
         interface=interface_record(interface, args.interface or "null"),
         protocol=protocol.as_dict(),
     )
-    result = run_evaluation(suite, tasks, runner, spec, args.out, progress=not args.no_progress)
+    result = run_evaluation(suite, tasks, runner, spec, args.output_dir, progress=not args.no_progress)
     print(result.scores.table(suite.name))
     print(f"wrote {result.out} ({result.ran} task(s) run, {len(tasks) - result.ran} resumed)")
     if args.publish:
@@ -134,11 +134,11 @@ def add_eval_command(commands: argparse._SubParsersAction) -> None:
         "--categories", default=None, help="comma-separated categories of the suite to score (default: all)"
     )
     evaluate.add_argument("--interface", default="null", help="'null' (the paper's protocol), a snapshot file or ref")
-    evaluate.add_argument("--out", default="eval", help="output directory (rerun with the same one to resume)")
+    evaluate.add_argument("--output_dir", default="eval", help="output directory (rerun with the same one to resume)")
     option(evaluate, "max_new_tokens", type=int, default=512, help="tokens per model step")
     option(evaluate, "max_context_tokens", type=int, default=8192, help="longest token sequence of one episode")
-    option(evaluate, "max_live_episodes", "--batch-size", type=int, default=16, help="episodes generated together")
-    option(evaluate, "parser_style", "--parser", choices=PARSER_STYLES, default=None, help=PARSER_HELP)
+    option(evaluate, "max_live_episodes", type=int, default=16, help="episodes generated together")
+    option(evaluate, "parser_style", choices=PARSER_STYLES, default=None, help=PARSER_HELP)
     evaluate.add_argument(
         "--publish",
         default=None,

@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from seal_hub.config_checks import require_at_least_one
 from seal_hub.envs.bfcl import EpisodeConfig
 from seal_hub.rollout import RolloutConfig, SamplingConfig
 
@@ -38,13 +39,13 @@ class EvalProtocol:
         default=None,
         metadata={"help": "Tool-call format: hermes, llama3 or pythonic; unset: inferred from the chat template."},
     )
-    batch_size: int = field(default=16, metadata={"help": "Episodes generated together (no effect on scores)."})
+    max_live_episodes: int = field(
+        default=16, metadata={"help": "Episodes generated together in one batch (no effect on scores)."}
+    )
     temperature: float = field(default=0.0, metadata={"help": "Sampling temperature; the paper's protocol is 0."})
 
     def __post_init__(self) -> None:
-        for name in ("max_new_tokens", "max_context_tokens", "max_steps_per_turn", "batch_size"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        require_at_least_one(self, "max_new_tokens", "max_context_tokens", "max_steps_per_turn", "max_live_episodes")
         if self.temperature != 0.0:
             raise ValueError(f"temperature={self.temperature}: evaluation is greedy (0.0); use `seal-hub rollout`")
         self.episode_config()  # validates step_limit with the episode's own message
@@ -60,7 +61,7 @@ class EvalProtocol:
     def rollout_config(self) -> RolloutConfig:
         return RolloutConfig(
             num_generations=1,
-            max_live_episodes=self.batch_size,
+            max_live_episodes=self.max_live_episodes,
             max_context_tokens=self.max_context_tokens,
             parser_style=self.parser_style,
             sampling=SamplingConfig(temperature=0.0, max_new_tokens=self.max_new_tokens),
@@ -68,7 +69,7 @@ class EvalProtocol:
         )
 
     def as_dict(self) -> dict[str, Any]:
-        """The settings that decide a score (`batch_size` does not, so it is left out)."""
+        """The settings that decide a score (`max_live_episodes` does not, so it is left out)."""
         settings = asdict(self)
-        settings.pop("batch_size")
+        settings.pop("max_live_episodes")
         return settings

@@ -1,6 +1,6 @@
 """The evaluation directory: per-task records written as they finish, so an interrupted run resumes.
 
-Layout of ``--out``::
+Layout of ``--output_dir``::
 
     settings.json          what decides the scores (suite, split, model, adapter, interface, protocol)
     records/<task>.json    one evaluated task's `Trajectory`, written atomically when its episode ends
@@ -67,16 +67,16 @@ class EvalStore:
             try:
                 recorded = json.loads(path.read_text(encoding="utf-8"))
             except (OSError, ValueError) as exc:
-                raise ResumeError(f"{path} is unreadable ({exc}); use a new --out directory") from None
+                raise ResumeError(f"{path} is unreadable ({exc}); use a new --output_dir directory") from None
             if recorded != settings:
                 changed = sorted(k for k in set(recorded) | set(settings) if recorded.get(k) != settings.get(k))
                 raise ResumeError(
                     f"{self.root} holds an evaluation with other settings ({', '.join(changed)} differ); "
-                    "rerun with the same settings to resume, or use a new --out directory"
+                    "rerun with the same settings to resume, or use a new --output_dir directory"
                 )
             return
         if self.root.exists() and not self.root.is_dir():
-            raise ResumeError(f"--out {self.root} exists and is not a directory")
+            raise ResumeError(f"--output_dir {self.root} exists and is not a directory")
         write_atomic(path, json.dumps(settings, indent=2, sort_keys=True) + "\n")
 
     def done(self, task_ids: Iterable[str]) -> dict[str, Trajectory]:

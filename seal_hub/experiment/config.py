@@ -72,7 +72,7 @@ class ExperimentConfig:
     eval_limit: int | None = field(default=None, metadata={"help": "First N tasks of each suite (all if unset)."})
     eval_max_new_tokens: int = field(default=512, metadata={"help": "Tokens per model step at evaluation."})
     eval_max_context_tokens: int = field(default=8192, metadata={"help": "Longest evaluated episode, in tokens."})
-    eval_batch_size: int = field(default=16, metadata={"help": "Episodes generated together at evaluation."})
+    eval_max_live_episodes: int = field(default=16, metadata={"help": "Episodes generated together at evaluation."})
 
     def __post_init__(self) -> None:
         unknown = [a for a in self.arms if a not in ARMS_BY_NAME]

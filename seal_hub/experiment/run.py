@@ -110,7 +110,7 @@ def evaluate_arm(config: ExperimentConfig, model_args: Any, arm: Arm | None, sui
     from seal_hub.evaluation import EvalProtocol, EvalSpec, ModelRunner, interface_record, run_evaluation
     from seal_hub.interface import InterfaceSnapshot
     from seal_hub.models import end_token_ids, load_policy, place_for_inference
-    from seal_hub.models.tool_style import resolve_tool_style
+    from seal_hub.models.parser_style import resolve_parser_style
     from seal_hub.rollout import HFBackend, PolicyInfo, RolloutEngine
 
     try:
@@ -136,8 +136,8 @@ def evaluate_arm(config: ExperimentConfig, model_args: Any, arm: Arm | None, sui
     protocol = EvalProtocol(
         max_new_tokens=config.eval_max_new_tokens,
         max_context_tokens=config.eval_max_context_tokens,
-        batch_size=config.eval_batch_size,
-        parser_style=resolve_tool_style(tokenizer, None),  # results.json names the style the template teaches
+        max_live_episodes=config.eval_max_live_episodes,
+        parser_style=resolve_parser_style(tokenizer, None),  # results.json names the style the template teaches
     )
     model_id = model_id_of(config.plan()["model"])
     adapter = adapter_record(arm, run_dir) if run_dir is not None else None

@@ -48,10 +48,6 @@ class EpisodeSummary:
     weight: float | None = None
 
     @property
-    def failure_labels(self) -> tuple[str, ...]:
-        return tuple(label for label in self.labels if label is not None and label != "pass")
-
-    @property
     def key(self) -> str:
         return f"{self.task_id}#{self.rollout_index}"
 

@@ -30,7 +30,6 @@ from seal_hub.interface import InterfaceError, InterfaceSnapshot, load_snapshot
 from seal_hub.replay.episodes import EpisodeTable, ReplayError, read_iteration
 
 EVALUATION = "evaluation"
-_ITER = re.compile(r"^iter-(\d+)$")
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """`seal-hub rollout`: roll a policy out on a suite's tasks and write trajectories (Parquet).
 
 The policy is `--model` (tiny, demo, a Hub id or a path), optionally with a published adapter on it and a
-published interface version applied; both are resolved once to commits and recorded in `--out/sources.json`,
+published interface version applied; both are resolved once to commits and recorded in `--output_dir/sources.json`,
 so the trajectories say exactly what produced them. Training does not go through here (`seal-hub train`).
 """
 
@@ -50,7 +50,7 @@ def _rollout(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     trajectories = engine.run(tasks, progress=not args.no_progress)
     seconds = time.perf_counter() - start
-    path = write_trajectories(trajectories, Path(args.out) / "trajectories.parquet")
+    path = write_trajectories(trajectories, Path(args.output_dir) / "trajectories.parquet")
     episodes = len(trajectories)
     passed = sum(t.passed for t in trajectories)
     steps = sum(t.num_steps for t in trajectories)
@@ -70,7 +70,7 @@ def _rollout(args: argparse.Namespace) -> int:
 
 
 def _sources(args: argparse.Namespace):
-    """--interface / --adapter resolved once to commits and recorded in --out/sources.json; the model to load
+    """--interface / --adapter resolved once to commits and recorded in --output_dir/sources.json; the model to load
     (--model, else the adapter's base, else the demo model), checked against the adapter's base."""
     from seal_hub.hub.sources import RunSources, check_base_model, resolve_reference
 
@@ -81,7 +81,7 @@ def _sources(args: argparse.Namespace):
         check_base_model(adapter, name)
     sources = RunSources(*(r.source if r is not None else None for r in (interface, adapter)))
     if sources.all():
-        sources.write(args.out)
+        sources.write(args.output_dir)
     return interface, adapter, name
 
 
@@ -92,15 +92,15 @@ def add_rollout_command(commands: argparse._SubParsersAction) -> None:
     )
     task_arguments(rollout, default_split="test")
     rollout.add_argument("--limit", type=int, default=None, help="first N tasks of the split")
-    rollout.add_argument("--out", required=True, help="directory for trajectories.parquet")
+    rollout.add_argument("--output_dir", required=True, help="directory for trajectories.parquet")
     option(rollout, "num_generations", type=int, default=1, help="rollouts per task")
-    option(rollout, "max_live_episodes", "--batch-size", type=int, default=16, help="episodes generated together")
+    option(rollout, "max_live_episodes", type=int, default=16, help="episodes generated together")
     option(rollout, "temperature", type=float, default=1.0, help="sampling temperature (0: greedy)")
     option(rollout, "top_p", type=float, default=1.0, help="nucleus sampling mass")
     option(rollout, "top_k", type=int, default=0, help="sample among the k likeliest tokens (0: all)")
     option(rollout, "max_new_tokens", type=int, default=256, help="tokens per model step")
     option(rollout, "max_context_tokens", type=int, default=8192, help="longest token sequence of one episode")
-    option(rollout, "parser_style", "--parser", choices=PARSER_STYLES, default=None, help=PARSER_HELP)
+    option(rollout, "parser_style", choices=PARSER_STYLES, default=None, help=PARSER_HELP)
     option(rollout, "seed", type=int, default=0, help="sampling seed (and the seed of --split_file stratified)")
     rollout.add_argument("--interface", default=None, help="a published environment version to apply: ns/name-env@v3")
     rollout.add_argument(

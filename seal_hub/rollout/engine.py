@@ -15,7 +15,7 @@ given to the template as the text the model wrote, so the episode goes on and ev
 
 Per step, every live episode that waits for the model goes into one `GenerationBackend.generate` call; its
 output is parsed into tool calls (`seal_hub.toolcalls`, in the style the chat template teaches unless
-`parser_style` is given: `seal_hub.models.tool_style`), stepped through the environment, and the episode
+`parser_style` is given: `seal_hub.models.parser_style`), stepped through the environment, and the episode
 either continues or finishes independently. Rollouts of the same task start together so their shared prefix
 is computed once. An episode whose next prompt would not fit the context ends with truncation
 `context_limit` (reward 0), never an exception.
@@ -38,12 +38,13 @@ from typing import Any
 import jinja2
 from tqdm.auto import tqdm
 
-from seal_hub.envs.bfcl import EpisodeConfig
+from seal_hub.config_checks import require_at_least_one
+from seal_hub.envs.episode import EpisodeSettings
 from seal_hub.envs.protocol import Action, Message, Observation
 from seal_hub.envs.suite import Suite, SuiteTask
 from seal_hub.interface import InterfaceSnapshot
 from seal_hub.models.end_tokens import template_end_of_turn
-from seal_hub.models.tool_style import resolve_tool_style
+from seal_hub.models.parser_style import resolve_parser_style
 from seal_hub.rollout.backend import Generation, GenerationBackend, GenerationRequest, SamplingConfig
 from seal_hub.rollout.records import (
     CallRecord,
@@ -55,7 +56,7 @@ from seal_hub.rollout.records import (
     TurnRecord,
     VerdictRecord,
 )
-from seal_hub.toolcalls import ToolCallParser, check_style
+from seal_hub.toolcalls import ToolCallParser, check_parser_style
 
 
 class TemplateError(ValueError):
@@ -72,19 +73,12 @@ class RolloutConfig:
         metadata={"help": "Tool-call format: hermes, llama3 or pythonic; unset: inferred from the chat template."},
     )
     sampling: SamplingConfig = field(default_factory=SamplingConfig)
-    episode: EpisodeConfig = field(
-        default_factory=EpisodeConfig,
-        metadata={
-            "help": "Episode settings, handed to `suite.episode(task, config)`: BFCL multi-turn reads them all, "
-            "bfcl-memory its max_steps_per_turn; bfcl-single (one answer) and tau2-telecom keep their own limits."
-        },
-    )
+    # what every suite's episodes read (a suite's own subclass, such as BFCL's `EpisodeConfig`, passes through)
+    episode: EpisodeSettings = field(default_factory=EpisodeSettings)
 
     def __post_init__(self) -> None:
-        for name in ("num_generations", "max_live_episodes", "max_context_tokens"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
-        check_style(self.parser_style)
+        require_at_least_one(self, "num_generations", "max_live_episodes", "max_context_tokens")
+        check_parser_style(self.parser_style)
 
 
 @dataclass(frozen=True)
@@ -320,7 +314,7 @@ class RolloutEngine:
         if not eot:
             raise ValueError("the tokenizer has no eos_token; pass end_of_turn (e.g. '<|im_end|>')")
         self.renderer = ChatRenderer(tokenizer, eot)
-        self.parser = ToolCallParser(style=resolve_tool_style(tokenizer, self.config.parser_style))
+        self.parser = ToolCallParser(style=resolve_parser_style(tokenizer, self.config.parser_style))
         self._sessions = itertools.count()
 
     def run(

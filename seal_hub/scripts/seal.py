@@ -171,7 +171,7 @@ def held_out_plan(suite: Suite, args: SealScriptArguments, config: SealConfig) -
         max_new_tokens=config.eval_max_new_tokens,
         max_context_tokens=config.max_context_tokens,
         parser_style=config.parser_style,
-        batch_size=config.max_live_episodes,
+        max_live_episodes=config.max_live_episodes,
     )
     return HeldOutPlan(suite, tuple(tasks), protocol, args.split_file or "default", tuple(args.categories or ()))
 

@@ -31,7 +31,7 @@ from seal_hub.evaluation.results import RESULTS_JSON
 from seal_hub.evaluation.scores import CategoryScore, Scores
 from seal_hub.interface import InterfaceSnapshot
 from seal_hub.models.end_tokens import end_token_ids
-from seal_hub.models.tool_style import resolve_tool_style
+from seal_hub.models.parser_style import resolve_parser_style
 from seal_hub.rollout import HFBackend, PolicyInfo, RolloutEngine
 
 EVAL_DIR = "eval"
@@ -70,7 +70,7 @@ def evaluate_stage(
     """One stage: `model` (as it is now) on the plan's tasks into `out`, recorded as `model_record` (and
     `adapter_record`, the published adapter these weights are) exactly as `seal-hub eval` records a run."""
     protocol = dataclasses.replace(
-        plan.protocol, parser_style=resolve_tool_style(tokenizer, plan.protocol.parser_style)
+        plan.protocol, parser_style=resolve_parser_style(tokenizer, plan.protocol.parser_style)
     )
     interface = InterfaceSnapshot.null(plan.suite.name)
     was_training = model.training

@@ -11,13 +11,14 @@ from dataclasses import dataclass, field
 import torch
 from trl import GRPOConfig
 
+from seal_hub.config_checks import require_at_least_one
 from seal_hub.evolve import INTERFACE_MODES, EvolveSettings
-from seal_hub.toolcalls import check_style
+from seal_hub.toolcalls import check_parser_style
 
 
 @dataclass
 class SealConfig(GRPOConfig, EvolveSettings):
-    """GRPO's settings plus SEAL's (DESIGN.md section 2 holds the paper's values); the thresholds of interface
+    """GRPO's settings plus SEAL's (docs/method.md holds the paper's values); the thresholds of interface
     evolution and of the rho update (`rho_beta`, `guideline_min_count`, ...) come from `EvolveSettings`."""
 
     env_adaptation: bool = field(default=True, metadata={"help": "Evolve the learning interface from diagnoses."})
@@ -97,12 +98,9 @@ class SealConfig(GRPOConfig, EvolveSettings):
             "eval_tasks",
             "eval_max_new_tokens",
         )
-        for name in positive:
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
-        if self.max_steps_per_episode is not None and self.max_steps_per_episode < 1:
-            raise ValueError(f"max_steps_per_episode must be >= 1 (unset: no cap), got {self.max_steps_per_episode}")
-        check_style(self.parser_style)
+        require_at_least_one(self, *positive)
+        require_at_least_one(self, "max_steps_per_episode", optional=True)
+        check_parser_style(self.parser_style)
         if self.min_p is not None or self.repetition_penalty != 1.0:
             raise ValueError(
                 "min_p and repetition_penalty are not applied by SEAL's rollout engine (it samples with temperature, "

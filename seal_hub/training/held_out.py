@@ -25,7 +25,7 @@ from typing import Any
 from seal_hub.envs.suite import Suite, SuiteTask, in_turn
 from seal_hub.evaluation.protocol import EvalProtocol
 from seal_hub.interface import InterfaceSnapshot
-from seal_hub.models.tool_style import resolve_tool_style
+from seal_hub.models.parser_style import resolve_parser_style
 from seal_hub.rollout import GenerationBackend, PolicyInfo, RolloutEngine
 
 HELD_OUT_DIR = "held_out"
@@ -33,7 +33,8 @@ HELD_OUT_DIR = "held_out"
 
 @dataclass(frozen=True)
 class HeldOutSettings:
-    """How episodes run during a held-out evaluation (the trainer fills it from `SealConfig`)."""
+    """How episodes run during a held-out evaluation (the trainer fills it from `SealConfig`). Tokens per step
+    are `eval_max_new_tokens` (default 512, `seal-hub eval`'s), not the training reply budget."""
 
     max_new_tokens: int = 512  # seal-hub eval's default
     max_context_tokens: int = 8192
@@ -103,8 +104,8 @@ def evaluate_held_out(
         max_new_tokens=settings.max_new_tokens,
         max_context_tokens=settings.max_context_tokens,
         max_steps_per_turn=settings.max_steps_per_turn,
-        parser_style=resolve_tool_style(tokenizer, settings.parser_style),  # the record names the style used
-        batch_size=settings.max_live_episodes,
+        parser_style=resolve_parser_style(tokenizer, settings.parser_style),  # the record names the style used
+        max_live_episodes=settings.max_live_episodes,
     )
     config = protocol.rollout_config()
     engine = RolloutEngine(backend, tokenizer, suite, config, policy, InterfaceSnapshot.null(suite.name))

@@ -16,8 +16,8 @@ trainer and binds the instance to it, so the next checkpoint records the live st
 
 What stays outside `trainer_state.json`: the interface versions themselves (``output_dir/interfaces/vN.json``,
 `seal_hub.snapshot_store`, written as they are made and shared by every checkpoint of a run); the state
-records only which versions existed at its step. Not covered: checkpoints written before this mechanism (a
-``seal_state.json`` file per checkpoint): they are refused with a message, not converted.
+records only which versions existed at its step. Not covered: a checkpoint without this state (not a SEAL
+checkpoint: `seal_hub.run_records.load_state` refuses it).
 """
 
 from __future__ import annotations

@@ -445,7 +445,7 @@ class SealTrainer(GRPOTrainer):
             if step > self.state.global_step or iteration_tag(step) in done or not checkpoint.is_dir():
                 continue
             snapshot = self.store.get(metrics["interface_version"])
-            for ancestor in self._lineage(snapshot)[:-1]:
+            for ancestor in self.store.lineage(snapshot)[:-1]:
                 publish_interface(repos.environment, ancestor, registry=registry, sources=sources)
             folder = iteration_dir(self.args.output_dir, step)
             with tempfile.TemporaryDirectory() as adapter:
@@ -466,18 +466,13 @@ class SealTrainer(GRPOTrainer):
             published.append(step)
         return published
 
-    def _lineage(self, snapshot: InterfaceSnapshot) -> list[InterfaceSnapshot]:
-        chain = [snapshot]
-        while chain[-1].parent is not None:
-            chain.append(self.store.get(chain[-1].parent))
-        return chain[::-1]
-
     def train(self, resume_from_checkpoint: str | bool | None = None, **kwargs):
         kill_point("startup")
         if not resume_from_checkpoint:
             if self.accelerator.is_main_process and last_checkpoint(self.args.output_dir) is None:
                 # records of a run killed before its first checkpoint: this run makes them again
-                prune_after(self.args.output_dir, 0, self.store, self._lineage_versions())
+                kept = {s.version for s in self.store.lineage(self.interface, stored_only=True)}
+                prune_after(self.args.output_dir, 0, self.store, kept)
             return super().train(**kwargs)
         folder, seal = self._restore(resume_from_checkpoint)
         state = TrainerState.load_from_json(str(folder / "trainer_state.json"))
@@ -517,14 +512,6 @@ class SealTrainer(GRPOTrainer):
             for path in self._completed_checkpoint.iterdir():
                 if path.is_file() and path.name not in TRAINING_STATE_FILES and not path.name.startswith("rng_state"):
                     shutil.copy2(path, target / path.name)
-
-    def _lineage_versions(self) -> set[str]:
-        """The starting interface's version and its ancestors kept in the store."""
-        versions, snapshot = {self.interface.version}, self.interface
-        while snapshot.parent is not None and snapshot.parent in self.store:
-            snapshot = self.store.get(snapshot.parent)
-            versions.add(snapshot.version)
-        return versions
 
     def _restore(self, checkpoint: str | bool) -> tuple[Path, dict[str, Any]]:
         """The checkpoint to resume (True: the last complete one) and its SEAL state; later records are removed."""

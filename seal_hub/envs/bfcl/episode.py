@@ -32,6 +32,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from seal_hub.config_checks import require_at_least_one
 from seal_hub.envs.bfcl.execution import execute, instantiate
 from seal_hub.envs.bfcl.tasks import Task
 from seal_hub.envs.bfcl.tools import (
@@ -43,9 +44,9 @@ from seal_hub.envs.bfcl.tools import (
     validate_arguments,
 )
 from seal_hub.envs.bfcl.verifier import GroundTruthTrace, check_turn
+from seal_hub.envs.episode import EpisodeBase, EpisodeSettings, parse_error_results
 from seal_hub.envs.protocol import (
     Action,
-    EpisodeError,
     EpisodeVerdict,
     ErrorKind,
     Observation,
@@ -60,12 +61,9 @@ STEP_LIMIT_RULES = ("refuse", "bfcl")
 
 
 @dataclass(frozen=True)
-class EpisodeConfig:
-    max_steps_per_turn: int = field(default=20, metadata={"help": "Calling steps allowed in one user turn."})
-    max_steps_per_episode: int | None = field(
-        default=None,
-        metadata={"help": "Model steps allowed in the whole episode (the paper's training budget: 20); None: no cap."},
-    )
+class EpisodeConfig(EpisodeSettings):
+    """BFCL's episode settings: the suite-neutral step budgets (`EpisodeSettings`) and BFCL's own rules."""
+
     allow_hidden_tools: bool = field(
         default=False,
         metadata={"help": "Execute tools withheld until a later turn or excluded by the task, as plain BFCL does."},
@@ -101,12 +99,17 @@ class EpisodeConfig:
     def __post_init__(self) -> None:
         if self.step_limit not in STEP_LIMIT_RULES:
             raise ValueError(f"step_limit must be one of {STEP_LIMIT_RULES}, got {self.step_limit!r}")
-        if self.max_steps_per_turn < 1:
-            raise ValueError(f"max_steps_per_turn must be >= 1, got {self.max_steps_per_turn}")
-        if self.max_steps_per_episode is not None and self.max_steps_per_episode < 1:
-            raise ValueError(f"max_steps_per_episode must be >= 1 or None (no cap), got {self.max_steps_per_episode}")
-        if self.max_argument_chars < 1:
-            raise ValueError(f"max_argument_chars must be >= 1, got {self.max_argument_chars}")
+        super().__post_init__()
+        require_at_least_one(self, "max_argument_chars")
+
+    @classmethod
+    def of(cls, settings: EpisodeSettings | None) -> EpisodeConfig:
+        """`settings` as BFCL's config: itself if it is one, else BFCL's defaults with its step budgets."""
+        if isinstance(settings, EpisodeConfig):
+            return settings
+        if settings is None:
+            return cls()
+        return cls(settings.max_steps_per_turn, settings.max_steps_per_episode)
 
 
 @dataclass
@@ -118,24 +121,20 @@ class _Turn:
     model_calls: int = 0
 
 
-class Episode:
+class Episode(EpisodeBase):
     """A single rollout of one task. Create it through `BfclSuite.episode` (which shares the task's trace)."""
 
-    def __init__(self, task: Task, trace: GroundTruthTrace, config: EpisodeConfig | None = None) -> None:
-        self.task = task
-        self.config = config or EpisodeConfig()
+    def __init__(self, task: Task, trace: GroundTruthTrace, config: EpisodeSettings | None = None) -> None:
+        super().__init__(task)
+        self.config = EpisodeConfig.of(config)
         self._trace = trace
         self._all_tools: dict[str, Tool] = {t.name: t for c in task.involved_classes for t in class_tools(c)}
         self._instances: dict[str, Any] | None = None
-        self._started = False
-        self._closed = False
 
-    # ----- control surface (the loop's, never the agent's) -----
+    # ----- the base's hooks (the loop's control surface, never the agent's) -----
 
-    def reset(self) -> Observation:
-        """Start (or restart) the episode on fresh instances; returns the first user turn."""
-        if self._closed:
-            raise EpisodeError(f"episode {self.task.id} is closed; create a new one")
+    def _start(self) -> Observation:
+        """Fresh instances; the first user turn."""
         self._instances = instantiate(self.task)
         withheld = {name for names in self.task.withheld_until.values() for name in names}
         self._visible = {
@@ -152,18 +151,13 @@ class Episode:
         self._steps_in_episode = 0
         self._done = False
         self._force_terminated = False
-        self._started = True
         changed = self._reveal(0)
         return Observation(0, messages=self.task.user_messages(0), tools=self.tools, tools_changed=changed)
 
-    def step(self, action: Action) -> StepResult:
-        """Apply one agent action; see the module docstring."""
-        if not self._started or self._closed:
-            raise EpisodeError(f"episode {self.task.id}: call reset() before step() (and not after close())")
-        if self._done:
-            raise EpisodeError(f"episode {self.task.id} is finished; create or reset an episode to go on")
+    def _step(self, action: Action) -> StepResult:
+        """One agent action under the episode's step budget; see the module docstring."""
         self._steps_in_episode += 1
-        result = self._step(action)
+        result = self._step_in_turn(action)
         budget = self.config.max_steps_per_episode
         if not result.done and budget is not None and self._steps_in_episode >= budget:
             self._done = self._force_terminated = True  # the next user turn, if one came, is never shown
@@ -173,7 +167,7 @@ class Episode:
             return StepResult(cut, done=True, truncated=True, reward=0.0)
         return result
 
-    def _step(self, action: Action) -> StepResult:
+    def _step_in_turn(self, action: Action) -> StepResult:
         calling = bool(action.tool_calls) or (bool(action.parse_errors) and not self.config.end_turn_on_parse_error)
         if not calling:
             return self._end_turn()
@@ -183,10 +177,7 @@ class Episode:
             self._done = self._force_terminated = True
             return StepResult(Observation(self._turn, tools=self.tools), done=True, truncated=True, reward=0.0)
         results = tuple(self._call(call) for call in action.tool_calls)
-        results += tuple(
-            ToolResult(None, f"Error: could not parse a tool call ({e.kind}): {e.message}", ErrorKind.PARSE_ERROR)
-            for e in action.parse_errors
-        )
+        results += parse_error_results(action)
         record = self._turns[-1]
         record.steps.append((action, results))
         record.model_calls += len(action.tool_calls)
@@ -194,16 +185,9 @@ class Episode:
             return self._stop_after_limit(results)
         return StepResult(Observation(self._turn, tool_results=results, tools=self.tools))
 
-    def close(self) -> None:
+    def _release(self) -> None:
         """Free the API instances; the verdict and history stay readable."""
         self._instances = None
-        self._closed = True
-
-    def __enter__(self) -> Episode:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     # ----- read-only views -----
 
@@ -213,10 +197,6 @@ class Episode:
         if self._schemas is None:
             self._schemas = tuple(tool.schema for tool in self._visible.values())
         return self._schemas
-
-    @property
-    def visible_tools(self) -> tuple[Tool, ...]:
-        return tuple(self._visible.values())
 
     @property
     def done(self) -> bool:

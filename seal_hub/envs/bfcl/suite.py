@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import threading
 
-from seal_hub.envs.bfcl.episode import Episode, EpisodeConfig
+from seal_hub.envs.bfcl.episode import Episode
 from seal_hub.envs.bfcl.tasks import CATEGORIES, Category, Task, load_tasks
 from seal_hub.envs.bfcl.verifier import GroundTruthTrace
+from seal_hub.envs.episode import EpisodeSettings
 from seal_hub.envs.protocol import Action
 from seal_hub.envs.task_table import TaskTable
 
@@ -53,7 +54,7 @@ class BfclSuite(TaskTable):
         """The ground truth as actions: one calling action per turn that has calls (BFCL's replay shape)."""
         return [[Action(tool_calls=calls)] if calls else [] for calls in task.ground_truth]
 
-    def episode(self, task: Task | str, config: EpisodeConfig | None = None) -> Episode:
+    def episode(self, task: Task | str, config: EpisodeSettings | None = None) -> Episode:
         """A new, isolated episode of `task` (call `reset()` to start it)."""
         task = self.task(task) if isinstance(task, str) else task
         return Episode(task, self.ground_truth(task), config)

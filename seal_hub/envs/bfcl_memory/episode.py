@@ -15,8 +15,8 @@ give the engine a long context, or episodes end by the context limit (reward 0).
 
 Scoring is BFCL's: the prerequisite turns are not scored (their verdicts pass); the question passes when
 `agentic_checker` finds an accepted answer in the final message. Calls are validated and executed as in the
-multi-turn suite; more than `max_steps_per_turn` calling steps in a turn (taken from the config when it has
-that field, else 20, BFCL's limit) end the episode, force-terminated.
+multi-turn suite; more than `max_steps_per_turn` calling steps in a turn (the engine's `EpisodeSettings`; 20, BFCL's
+limit, by default) end the episode, force-terminated.
 
 Not covered: BFCL's per-conversation context reset (see above).
 """
@@ -29,9 +29,9 @@ from seal_hub.envs.bfcl.execution import execute
 from seal_hub.envs.bfcl.tools import decode_arguments, validate_arguments
 from seal_hub.envs.bfcl_memory.backend import MemoryStore, memory_tools
 from seal_hub.envs.bfcl_memory.tasks import MemoryTask
+from seal_hub.envs.episode import EpisodeBase, EpisodeSettings, parse_error_results
 from seal_hub.envs.protocol import (
     Action,
-    EpisodeError,
     EpisodeVerdict,
     ErrorKind,
     Message,
@@ -41,8 +41,6 @@ from seal_hub.envs.protocol import (
     ToolResult,
     TurnVerdict,
 )
-
-DEFAULT_MAX_STEPS_PER_TURN = 20
 
 
 def instruction_turn(task: MemoryTask, turn: tuple[Message, ...], instance: Any) -> tuple[Message, ...]:
@@ -64,21 +62,18 @@ def check_answer(task: MemoryTask, turn: int, text: str, model_calls: int) -> Tu
     return TurnVerdict(turn, False, model_calls, passed, None if passed else result.get("error_type"))
 
 
-class MemoryEpisode:
+class MemoryEpisode(EpisodeBase):
     """The prerequisite chain and the question of one `MemoryTask`; see the module docstring."""
 
-    def __init__(self, task: MemoryTask, config: Any = None) -> None:
-        self.task = task
-        self.max_steps_per_turn = int(getattr(config, "max_steps_per_turn", DEFAULT_MAX_STEPS_PER_TURN))
+    def __init__(self, task: MemoryTask, config: EpisodeSettings | None = None) -> None:
+        super().__init__(task)
+        self.max_steps_per_turn = (config or EpisodeSettings()).max_steps_per_turn
         self._tools = memory_tools(task.class_name)
         # (conversation index, turn within it) of every user turn, the question last
         self._plan = [(c, t) for c, turns in enumerate(task.conversations) for t in range(len(turns))]
         self._store: MemoryStore | None = None
-        self._started = self._closed = False
 
-    def reset(self) -> Observation:
-        if self._closed:
-            raise EpisodeError(f"episode {self.task.id} is closed; create a new one")
+    def _start(self) -> Observation:
         if self._store is not None:
             self._store.close()
         self._store = MemoryStore(self.task.class_name, self.task.category, self.task.scenario)
@@ -86,14 +81,9 @@ class MemoryEpisode:
         self._verdicts: list[TurnVerdict] = []
         self._calls_in_turn = self._steps_in_turn = 0
         self._done = self._force_terminated = False
-        self._started = True
         return Observation(0, messages=self._messages(0), tools=self.task.tools)
 
-    def step(self, action: Action) -> StepResult:
-        if not self._started or self._closed:
-            raise EpisodeError(f"episode {self.task.id}: call reset() before step() (and not after close())")
-        if self._done:
-            raise EpisodeError(f"episode {self.task.id} is finished; create or reset an episode to go on")
+    def _step(self, action: Action) -> StepResult:
         if not (action.tool_calls or action.parse_errors):
             return self._end_turn(action)
         self._steps_in_turn += 1
@@ -101,17 +91,13 @@ class MemoryEpisode:
             self._done = self._force_terminated = True
             return StepResult(Observation(self._turn, tools=self.task.tools), done=True, truncated=True, reward=0.0)
         results = tuple(self._call(call) for call in action.tool_calls)
-        results += tuple(
-            ToolResult(None, f"Error: could not parse a tool call ({e.kind}): {e.message}", ErrorKind.PARSE_ERROR)
-            for e in action.parse_errors
-        )
+        results += parse_error_results(action)
         self._calls_in_turn += len(action.tool_calls)
         return StepResult(Observation(self._turn, tool_results=results, tools=self.task.tools))
 
-    def close(self) -> None:
+    def _release(self) -> None:
         if self._store is not None:
             self._store.close()
-        self._closed = True
 
     @property
     def done(self) -> bool:

