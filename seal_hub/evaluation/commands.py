@@ -55,7 +55,8 @@ def _eval(args: argparse.Namespace) -> int:
             raise HubError(f"--publish {args.publish}: give a repository without '@revision'")
     suite = load_suite(args.suite)
     tasks = suite.select(suite.split_ids(args.split, args.split_file))
-    tasks = in_turn(tasks, args.limit, args.categories.split(",") if args.categories else None)
+    if args.limit is not None or args.categories:  # a subset: its categories taken in turn (as held-out subsets)
+        tasks = in_turn(tasks, args.limit, args.categories.split(",") if args.categories else None)
     interface = (
         InterfaceSnapshot.null(suite.name)
         if args.interface in (None, "null")
@@ -102,7 +103,8 @@ def _eval(args: argparse.Namespace) -> int:
     spec = EvalSpec(
         suite=suite.name,
         split=args.split,
-        split_source=args.split_file or ("paper" if suite.name == "bfcl" else "default"),
+        split_source=(args.split_file or ("paper" if suite.name == "bfcl" else "default"))
+        + (f"; categories {args.categories}" if args.categories else ""),
         model=model_record,
         adapter=adapter,
         interface=interface_record(interface, args.interface or "null"),

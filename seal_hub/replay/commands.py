@@ -3,8 +3,8 @@
 - ``seal-hub space [--run NS/RUN] [--revision REV] [--port N]`` serves spaces/replay/app.py on this machine
   (default registry: the local one; a run may also be ``hf://NS/RUN`` or a directory), free to open any run,
   directory or policy; with ``--public`` it serves in deployed mode, as a Hub Space does (the run's namespace,
-  or the ``--allow-run`` list, and the policies the run published; `seal_hub.replay.access`);
-- ``seal-hub space deploy hf://NS/NAME --run NS/RUN [--allow-run NS ...]`` creates or updates a Space pinned to
+  or the ``--allow_run`` list, and the policies the run published; `seal_hub.replay.access`);
+- ``seal-hub space deploy hf://NS/NAME --run NS/RUN [--allow_run NS ...]`` creates or updates a Space pinned to
   the run's latest version on the Hub (`seal_hub.replay.deploy`), deployed mode fixed in its ``replay.json``.
 
 Not covered: the app itself (spaces/replay/app.py) and the views it shows (`seal_hub.replay.page`).
@@ -66,13 +66,13 @@ def add_space_commands(commands: argparse._SubParsersAction) -> None:
     space.add_argument("--revision", default=None, help="the run's revision (default: main)")
     space.add_argument("--port", type=int, default=None, help="port to serve on (default: Gradio's, 7860)")
     space.add_argument("--public", action="store_true", help="deployed mode, as on a Hub Space (see the README)")
-    space.add_argument("--allow-run", action="append", metavar="NS[/RUN]", help="--public: runs visitors may open")
+    space.add_argument("--allow_run", action="append", metavar="NS[/RUN]", help="--public: runs visitors may open")
     space.set_defaults(handler=_serve)
     actions = space.add_subparsers(dest="space_command")
     deploy = actions.add_parser("deploy", help="create or update a Hub Space pinned to a run's revisions")
     deploy.add_argument("target", metavar="hf://NS/NAME", help="the Space repository")
     deploy.add_argument("--run", required=True, help="the run on the Hub: NS/RUN (optionally @iter-k)")
     deploy.add_argument(
-        "--allow-run", action="append", metavar="NS[/RUN]", help="runs visitors may open (default: the run's NS)"
+        "--allow_run", action="append", metavar="NS[/RUN]", help="runs visitors may open (default: the run's NS)"
     )
     deploy.set_defaults(handler=_deploy)

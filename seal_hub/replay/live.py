@@ -144,7 +144,7 @@ class LiveRunner:
             yield LiveFrame(view.at(view.last_frame), f"step {steps}: {time.perf_counter() - started:.1f} s")
         backend.release(episode.session)
         trajectory = episode.trajectory()
-        diagnosis = diagnose(trajectory, task, self.suite.name)
+        diagnosis = diagnose(trajectory, task, suite.name)
         labels = tuple(None if label is None else str(label) for label in diagnosis.labels)
         view = render_episode(trajectory, labels)
         outcome = "passed" if trajectory.passed else "failed"

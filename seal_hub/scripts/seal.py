@@ -141,7 +141,7 @@ class SealScriptArguments:
     task_order: str = field(
         default="split",
         metadata={
-            "help": "'split': the split's order, its categories taken in turn; 'shortest': shortest episodes first.",
+            "help": "'split': the split's order (with categories: taken in turn); 'shortest': shortest first.",
             "choices": ["split", "shortest"],
         },
     )
@@ -158,7 +158,9 @@ def task_split(suite: Suite, args: SealScriptArguments) -> Split:
 
 def training_tasks(suite: Suite, args: SealScriptArguments):
     split = task_split(suite, args)
-    tasks = in_turn(suite.select(split.train), categories=args.categories)
+    tasks = suite.select(split.train)
+    if args.categories:  # a subset of the categories: taken in turn, so any prefix covers them evenly
+        tasks = in_turn(tasks, categories=args.categories)
     if args.task_order == "shortest":
         tasks.sort(key=lambda task: (prompt_size(suite, task), task.id))
     return tasks[: args.num_train_tasks] if args.num_train_tasks else tasks
