@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -234,6 +235,7 @@ def test_recipe_output_has_our_line_and_none_of_the_library_notices(tmp_path):
     model = build_tiny_model(tmp_path / "tiny")
     flags = ["--model_name_or_path", str(model), "--output_dir", str(tmp_path / "run"), "--max_steps", "1"]
     flags += ["--num_train_tasks", "1", "--max_new_tokens", "4", "--publish_run", "test/first-run"]
+    flags += ["--sft_warmup_steps", "1", "--sft_batch_size", "1", "--eval_tasks", "5", "--eval_max_new_tokens", "4"]
     env = os.environ | {"SEAL_HUB_REGISTRY": str(tmp_path / "registry"), "HF_HUB_OFFLINE": "1"}
     env.pop("TRL_EXPERIMENTAL_SILENCE", None)
     env.pop("PYTHONWARNINGS", None)
@@ -256,4 +258,9 @@ def test_recipe_output_has_our_line_and_none_of_the_library_notices(tmp_path):
     ):
         assert unwanted not in output, output[-3000:]
     assert "SEAL run summary" in done.stdout
+    # the demo's comparison: the base model, after the warm-up, after SEAL, on the same 5 held-out tasks
+    lines = done.stdout.strip().splitlines()
+    assert re.fullmatch(r"held-out after warm-up: \d+\.\d% on 5 tasks \(bfcl-single\)", lines[-2]), lines[-4:]
+    assert re.fullmatch(r"held-out success: \d+\.\d% -> \d+\.\d% on 5 tasks \(bfcl-single\)", lines[-1]), lines[-4:]
+    assert lines[-3].startswith("reproduce: seal-hub eval --model ") and "--adapter local://test/first-run-adapter@iter-1" in lines[-3]
     assert "Creating parquet from Arrow format" not in output  # datasets' bars: one per one-row file written

@@ -11,6 +11,8 @@ import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
+# the multi-turn loop at a plumbing test's size (the demo trains bfcl-single and evaluates 300 episodes)
+LOOP = ROOT / "tests" / "configs" / "loop_cpu.yaml"
 CONFIGS = sorted(p for p in (ROOT / "recipes" / "configs").glob("*.yaml") if not p.name.startswith("experiment_"))
 GPU_CONFIGS = {"qwen2.5-3b-lora.yaml", "qwen2.5-7b-qlora.yaml", "paper_full_ft.yaml"}
 
@@ -208,7 +210,7 @@ def test_every_evolution_threshold_is_a_recipe_flag_that_reaches_the_trainer(mon
     for name, (text, value) in EVOLVE_FLAGS.items():
         assert getattr(defaults, name) != value, name
         flags += [f"--{name}", *([text] if isinstance(text, str) else text)]
-    script, training, model_args = parse(CONFIGS[0], *flags, monkeypatch=monkeypatch)
+    script, training, model_args = parse(LOOP, *flags, monkeypatch=monkeypatch)
     model, tokenizer = load_policy(model_args)
     trainer = SealTrainer(model, training, suite, recipe_module().training_tasks(suite, script)[:1], tokenizer)
     for name, (_, value) in EVOLVE_FLAGS.items():

@@ -10,7 +10,7 @@ from run_checks import check_run, fingerprint
 from test_recipes import ROOT, parse, recipe_module
 
 RUN = "test/relaunch"
-DEMO = ROOT / "recipes" / "configs" / "demo_cpu.yaml"
+DEMO = ROOT / "tests" / "configs" / "loop_cpu.yaml"  # the multi-turn loop at a test's size
 
 
 def launch(tiny, out, max_steps: int, monkeypatch) -> None:

@@ -13,7 +13,7 @@ from hub_artifacts import adapter, lora_weights, snapshots
 from hub_double import HubDouble
 from scripted import ScriptedBackend
 from test_hub_remote import TOKEN, _online
-from test_recipes import CONFIGS, parse, recipe_module
+from test_recipes import LOOP, parse, recipe_module
 
 import seal_hub
 from seal_hub.cli import main
@@ -107,8 +107,8 @@ def recipe_flags(base: Path, out: Path, max_steps: int = 1) -> list[str]:
 
 def test_the_recipe_trains_one_step_from_a_published_interface_and_adapter(local, models, tmp_path, monkeypatch):
     out = tmp_path / "run"
-    script, training, model_args = parse(CONFIGS[0], *recipe_flags(models["base"], out), monkeypatch=monkeypatch)
-    assert CONFIGS[0].name == "demo_cpu.yaml" and model_args.lora_r == 8  # the adapter's own r=4 must win
+    script, training, model_args = parse(LOOP, *recipe_flags(models["base"], out), monkeypatch=monkeypatch)
+    assert model_args.lora_r == 8  # the adapter's own r=4 must win
     recipe_module().main(script, training, model_args)
 
     env_commit = commit_of(local, SRC_ENV, "dataset", "v1")
@@ -150,9 +150,9 @@ def test_the_recipe_trains_one_step_from_a_published_interface_and_adapter(local
 def test_a_relaunched_recipe_resumes_on_the_recorded_sources(local, models, tmp_path, monkeypatch):
     out = tmp_path / "run"
     recipe = recipe_module()
-    recipe.main(*parse(CONFIGS[0], *recipe_flags(models["base"], out), monkeypatch=monkeypatch))
+    recipe.main(*parse(LOOP, *recipe_flags(models["base"], out), monkeypatch=monkeypatch))
     recorded = (out / "sources.json").read_text()
-    recipe.main(*parse(CONFIGS[0], *recipe_flags(models["base"], out, max_steps=2), monkeypatch=monkeypatch))
+    recipe.main(*parse(LOOP, *recipe_flags(models["base"], out, max_steps=2), monkeypatch=monkeypatch))
     assert (out / "sources.json").read_text() == recorded
     assert [v.tag for v in local.versions("bob/derived-adapter", "model")] == ["iter-1", "iter-2"]
     assert (
@@ -163,7 +163,7 @@ def test_a_relaunched_recipe_resumes_on_the_recorded_sources(local, models, tmp_
     )
     other = [f"{SRC_ENV}@v0" if flag == f"{SRC_ENV}@v1" else flag for flag in recipe_flags(models["base"], out, 3)]
     with pytest.raises(ValueError, match=rf"started from {SRC_ENV}@v1 \(commit"):
-        recipe.main(*parse(CONFIGS[0], *other, monkeypatch=monkeypatch))
+        recipe.main(*parse(LOOP, *other, monkeypatch=monkeypatch))
 
 
 def test_the_recipe_refuses_a_missing_version_in_one_line_before_loading_anything(local, models, tmp_path):

@@ -123,7 +123,9 @@ class SealScriptArguments:
         metadata={"help": "SFT steps on the training tasks' ground truth before SEAL (format teaching); 0: none."},
     )
     sft_learning_rate: float = field(default=1e-4, metadata={"help": "Learning rate of the SFT warm-up."})
-    sft_batch_size: int = field(default=1, metadata={"help": "Conversations per SFT warm-up step."})
+    sft_batch_size: int = field(
+        default=1, metadata={"help": "Conversations per SFT warm-up step (accumulated one at a time: no padding)."}
+    )
     interface: str | None = field(
         default=None,
         metadata={
@@ -236,9 +238,11 @@ def main(script_args: SealScriptArguments, training_args: SealConfig, model_args
             learning_rate=script_args.sft_learning_rate,
             use_cpu=training_args.use_cpu,
             bf16=training_args.bf16,
-            per_device_train_batch_size=script_args.sft_batch_size,
+            per_device_train_batch_size=1,  # one conversation a pass, accumulated: no padding to compute
+            gradient_accumulation_steps=script_args.sft_batch_size,
             max_length=training_args.max_context_tokens,
             seed=training_args.seed,
+            gradient_checkpointing=training_args.gradient_checkpointing,  # TRL's SFTConfig would default to True
         )
         if plan is not None and main_process:
             warm = {"id": f"{model_args.model_name_or_path} + SFT warm-up ({script_args.sft_warmup_steps} steps)"}
