@@ -86,11 +86,11 @@ def run_arm(shared: bool, steps: int, out: Path) -> list[dict[str, float]]:
     flags += ["--share_prompt_forward", str(shared).lower(), "--disable_tqdm", "true"]
     args = seal.make_parser().parse_args_and_config(["--config", str(DEMO), *flags])
     args[0].publish_run = None
-    logps = SealTrainer._get_per_token_logps_and_entropies
+    logps = _timed(totals, "log-prob forward", SealTrainer._get_per_token_logps_and_entropies)
     with (
         mock.patch.object(SealTrainer, "__init__", init),
         mock.patch.object(RolloutEngine, "run", _timed(totals, "generation", RolloutEngine.run)),
-        mock.patch.object(SealTrainer, "_get_per_token_logps_and_entropies", _timed(totals, "log-prob forward", logps)),
+        mock.patch.object(SealTrainer, "_get_per_token_logps_and_entropies", logps),
         mock.patch.object(seal, "print_summary", lambda *a, **k: None),
     ):
         seal.main(*args)

@@ -262,5 +262,6 @@ def test_recipe_output_has_our_line_and_none_of_the_library_notices(tmp_path):
     lines = done.stdout.strip().splitlines()
     assert re.fullmatch(r"held-out after warm-up: \d+\.\d% on 5 tasks \(bfcl-single\)", lines[-2]), lines[-4:]
     assert re.fullmatch(r"held-out success: \d+\.\d% -> \d+\.\d% on 5 tasks \(bfcl-single\)", lines[-1]), lines[-4:]
-    assert lines[-3].startswith("reproduce: seal-hub eval --model ") and "--adapter local://test/first-run-adapter@iter-1" in lines[-3]
+    assert lines[-3].startswith("reproduce: seal-hub eval --model ")
+    assert "--adapter local://test/first-run-adapter@iter-1" in lines[-3]
     assert "Creating parquet from Arrow format" not in output  # datasets' bars: one per one-row file written
