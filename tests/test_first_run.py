@@ -236,6 +236,7 @@ def test_recipe_output_has_our_line_and_none_of_the_library_notices(tmp_path):
     flags = ["--model_name_or_path", str(model), "--output_dir", str(tmp_path / "run"), "--max_steps", "1"]
     flags += ["--num_train_tasks", "1", "--max_new_tokens", "4", "--publish_run", "test/first-run"]
     flags += ["--sft_warmup_steps", "1", "--sft_batch_size", "1", "--eval_tasks", "5", "--eval_max_new_tokens", "4"]
+    flags += ["--per_device_train_batch_size", "2", "--num_generations", "2"]  # one task: one group per step
     env = os.environ | {"SEAL_HUB_REGISTRY": str(tmp_path / "registry"), "HF_HUB_OFFLINE": "1"}
     env.pop("TRL_EXPERIMENTAL_SILENCE", None)
     env.pop("PYTHONWARNINGS", None)

@@ -67,7 +67,10 @@ def test_config_parses_into_valid_arguments(config, monkeypatch, tmp_path):
     if config.name == "qwen2.5-7b-qlora.yaml":
         assert model.load_in_4bit and model.bnb_4bit_quant_type == "nf4" and model.use_bnb_nested_quant
     if config.name == "demo_cpu.yaml":
-        assert training.use_cpu and not training.bf16 and model.use_peft and script.task_order == "shortest"
+        assert training.use_cpu and not training.bf16 and model.use_peft and script.suite == "bfcl-single"
+        # the demo shows learning held-out: >= 100 test tasks across several categories, before and after
+        assert script.held_out_comparison and training.eval_tasks >= 100 and len(script.categories) >= 3
+        assert script.sft_warmup_steps > 0 and not training.gradient_checkpointing
 
 
 def test_ablation_flags_override_the_yaml(monkeypatch, tmp_path):
@@ -123,6 +126,10 @@ def test_each_config_builds_a_trainer_on_cpu(config, monkeypatch, tmp_path, suit
     ]
     script, training, model_args = parse(config, *flags, monkeypatch=monkeypatch)
     recipe = recipe_module()
+    if script.suite != suite.name:  # the demo trains bfcl-single
+        from seal_hub.envs.suite import load_suite
+
+        suite = load_suite(script.suite)
     tasks = recipe.training_tasks(suite, script)[:2]
     model, tokenizer = load_policy(model_args)
     trainer = SealTrainer(model, training, suite, tasks, tokenizer, peft_config=lora_config(model_args))

@@ -284,7 +284,7 @@ def test_seal_hub_train_on_bfcl_single_publishes_the_three_artifacts(single, tin
     flags = ["--suite", "bfcl-single", "--model_name_or_path", str(tiny_dir), "--output_dir", str(out)]
     flags += ["--max_steps", "1", "--num_train_tasks", "1", "--per_device_train_batch_size", "2"]
     flags += ["--num_generations", "2", "--max_new_tokens", "8", "--sft_warmup_steps", "1", "--publish_run", RUN]
-    flags += ["--eval_every_steps", "1", "--eval_tasks", "4"]
+    flags += ["--eval_every_steps", "1", "--eval_tasks", "4", "--held_out_comparison", "false"]
     assert cli_main(["train", *flags, "--disable_tqdm", "true"]) == 0
     printed = capsys.readouterr().out
     assert "SEAL run summary" in printed and f"published: {RUN}-trajectories" in printed

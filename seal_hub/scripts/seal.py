@@ -296,7 +296,7 @@ def final_comparison(plan: HeldOutPlan, trainer: SealTrainer, tokenizer, base_re
 
     step = trainer.state.global_step
     adapter_record, reproduce, repo = None, None, None
-    if trainer.publish is not None:
+    if trainer.publish is not None and step > 0:  # the adapter these weights are, as published
         registry = trainer.publish.registry()
         ref = f"{trainer.publish.repos.adapter}@iter-{step}"
         resolved = resolve_reference(ref, "adapter", registry=registry).source
