@@ -16,6 +16,7 @@ Not covered: what a step does (each suite's `episode.py`), the step records (`se
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -46,7 +47,7 @@ def parse_error_results(action: Action) -> tuple[ToolResult, ...]:
     )
 
 
-class EpisodeBase:
+class EpisodeBase(ABC):
     """Reset/step/close with the caller guards; subclasses implement `_start`, `_step`, `done` and `verdict`."""
 
     def __init__(self, task: Any) -> None:
@@ -82,18 +83,22 @@ class EpisodeBase:
         self.close()
 
     @property
+    @abstractmethod
     def done(self) -> bool:
-        raise NotImplementedError
+        """Whether the episode has ended (no further step is taken)."""
 
     @property
+    @abstractmethod
     def verdict(self) -> EpisodeVerdict:
-        raise NotImplementedError
+        """The per-turn verdicts so far, and the reward (1 only if every turn passed)."""
 
+    @abstractmethod
     def _start(self) -> Observation:
-        raise NotImplementedError
+        """Fresh state and the first observation (the guards have run)."""
 
+    @abstractmethod
     def _step(self, action: Action) -> StepResult:
-        raise NotImplementedError
+        """The suite's own step (the guards have run)."""
 
-    def _release(self) -> None:
+    def _release(self) -> None:  # noqa: B027 -- an optional hook: most suites hold nothing to free
         """Nothing to free by default."""
