@@ -114,11 +114,7 @@ def results_record(
 
 def results_markdown_table(results: dict[str, Any]) -> str:
     """The paper-format table of a `results.json` record."""
-    from seal_hub.evaluation.scores import CategoryScore
-
-    per_category = results["scores"]["per_category"]
-    scores = Scores({name: CategoryScore(s["passed"], s["total"]) for name, s in per_category.items()})
-    return scores.table(results["suite"])
+    return Scores.from_dict(results["scores"]).table(results["suite"])
 
 
 def results_markdown(results: dict[str, Any], scores: Scores) -> str:

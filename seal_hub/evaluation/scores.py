@@ -51,6 +51,11 @@ class Scores:
     def num_tasks(self) -> int:
         return sum(score.total for score in self.per_category.values())
 
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Scores:
+        """The scores `as_dict` wrote (the `scores` of a `results.json`)."""
+        return cls({name: CategoryScore(s["passed"], s["total"]) for name, s in data["per_category"].items()})
+
     def as_dict(self) -> dict[str, Any]:
         return {
             "per_category": {

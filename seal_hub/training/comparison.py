@@ -28,7 +28,7 @@ from seal_hub.envs.suite import Suite, SuiteTask
 from seal_hub.evaluation import EvalProtocol, EvalSpec, ModelRunner, interface_record, run_evaluation
 from seal_hub.evaluation.harness import EvalResult
 from seal_hub.evaluation.results import RESULTS_JSON
-from seal_hub.evaluation.scores import CategoryScore, Scores
+from seal_hub.evaluation.scores import Scores
 from seal_hub.interface import InterfaceSnapshot
 from seal_hub.models.end_tokens import end_token_ids
 from seal_hub.models.parser_style import resolve_parser_style
@@ -106,9 +106,7 @@ def read_stage(out: str | Path) -> Scores | None:
     path = Path(out) / RESULTS_JSON
     if not path.is_file():
         return None
-    data = json.loads(path.read_text(encoding="utf-8"))
-    per_category = data["scores"]["per_category"]
-    return Scores({c: CategoryScore(v["passed"], v["total"]) for c, v in per_category.items()})
+    return Scores.from_dict(json.loads(path.read_text(encoding="utf-8"))["scores"])
 
 
 def comparison_lines(plan: HeldOutPlan, results: dict[str, Scores], reproduce: str | None) -> list[str]:
