@@ -1,6 +1,8 @@
 """The paper's experiment as one command: five arms on one budget, evaluated on the held-out split, one table.
 
     accelerate launch recipes/experiment.py --config recipes/configs/experiment_tiny.yaml
+    accelerate launch recipes/experiment.py --config recipes/configs/experiment_cpu.yaml \
+        --output_dir /data/exp-cpu --seeds 0,1,2 --max_steps 6
     accelerate launch --config_file recipes/accelerate/single_gpu.yaml recipes/experiment.py \
         --config recipes/configs/experiment_qwen2.5-3b-lora.yaml
 
@@ -11,14 +13,20 @@ switches (a run directory under `output_dir`); each arm's final weights, and the
 plots and `output_dir/report/experiment.md` puts the paper's Table 1 and ablation beside ours. Relaunching the
 same command resumes: trained arms and finished evaluations are skipped, an interrupted arm resumes from its
 last checkpoint. The fields of an experiment config: `seal_hub.experiment.ExperimentConfig`.
+
+Flags after --config override it: `--output_dir DIR` (anywhere), `--seeds 0,1,2`, any other experiment field
+by name, and any recipe field (`--max_steps 6`, `--learning_rate 1e-4`): it joins the config's `base`, so every
+arm gets it. Values read as YAML (`--seeds [0,1]`, `--reweighting false` is refused: switches are per arm).
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
+import yaml
 from accelerate import PartialState
 from trl import TrlParser
 
@@ -27,6 +35,7 @@ from seal_hub.experiment import (
     BUDGET_KEYS,
     SEED_KEYS,
     ExperimentConfig,
+    ExperimentError,
     eval_arms,
     evaluate_arm,
     open_manifest,
@@ -54,8 +63,30 @@ def resolve_model(name: str) -> str:
     return str(path)
 
 
-def main(config_path: str) -> Path | None:
-    config = ExperimentConfig.from_yaml(config_path)
+def overrides(flags: list[str]) -> dict:
+    """`--key value` / `--key=value` pairs, each value read as YAML (a comma list becomes a list)."""
+    values, rest = {}, list(flags)
+    while rest:
+        flag = rest.pop(0)
+        if not flag.startswith("--") or flag == "--":
+            raise ExperimentError(f"{flag!r}: overrides are --key value pairs (e.g. --max_steps 6)")
+        key, has_value, value = flag[2:].partition("=")
+        if not has_value:
+            if not rest or rest[0].startswith("--"):
+                raise ExperimentError(f"--{key}: no value given")
+            value = rest.pop(0)
+        try:
+            parsed = yaml.safe_load(value)
+        except yaml.YAMLError:
+            parsed = value
+        if isinstance(parsed, str) and "," in parsed:
+            parsed = [yaml.safe_load(part) for part in parsed.split(",")]
+        values[key] = parsed
+    return values
+
+
+def main(config_path: str, flags: Sequence[str] = ()) -> Path | None:
+    config = ExperimentConfig.from_yaml(config_path, overrides(list(flags)))
     state = PartialState()
     parser = TrlParser((seal.SealScriptArguments, SealConfig, PolicyConfig))
 
@@ -73,7 +104,7 @@ def main(config_path: str) -> Path | None:
     train_arms(config, parse, seal.main, is_main=state.is_main_process, barrier=state.wait_for_everyone)
     if not state.is_main_process:  # the main process alone evaluates and reports: no barrier waits on it
         return None
-    results = eval_arms(config, lambda arm, suite, out: evaluate_arm(config, model_args, arm, suite, out))
+    results = eval_arms(config, lambda subject, suite, out: evaluate_arm(config, model_args, subject, suite, out))
     table = write_report(config, results)
     print(f"experiment: {len(config.arms)} arms trained and evaluated; table in {table}")
     return table
@@ -82,9 +113,10 @@ def main(config_path: str) -> Path | None:
 if __name__ == "__main__":
     cli = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     cli.add_argument("--config", required=True, help="an experiment config (recipes/configs/experiment_*.yaml)")
+    cli.add_argument("overrides", nargs=argparse.REMAINDER, help="--key value pairs (see above)")
     args = cli.parse_args()
     try:
-        main(args.config)
+        main(args.config, args.overrides)
     except (ValueError, HubError, SourceError, InterfaceError) as exc:  # ExperimentError included
         print(f"experiment.py: error: {exc}", file=sys.stderr)
         sys.exit(2)

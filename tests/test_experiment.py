@@ -14,8 +14,10 @@ from pathlib import Path
 import pytest
 import yaml
 
+from seal_hub.envs.suite import SUITES
 from seal_hub.experiment import (
     ARMS,
+    ARMS_BY_NAME,
     ArmResult,
     ExperimentConfig,
     ExperimentError,
@@ -26,6 +28,8 @@ from seal_hub.experiment import (
     train_arms,
 )
 from seal_hub.experiment.config import SWITCHES
+from seal_hub.experiment.intervals import mean_interval
+from seal_hub.experiment.run import BASE, Subject, subjects
 from seal_hub.report.naming import variant
 from seal_hub.report.paper import paper_numbers
 
@@ -65,9 +69,10 @@ def test_the_arms_are_the_papers_five_named_as_the_report_names_them():
 @pytest.mark.parametrize("path", EXPERIMENTS, ids=lambda p: p.stem)
 def test_every_arm_has_the_same_budget_and_parses_into_the_recipe(path, tmp_path):
     config = ExperimentConfig.from_yaml(path)
-    assert Path(config.base_config).exists() and config.eval_suites[0] == "bfcl"
+    assert Path(config.base_config).exists() and config.eval_suites[0] in SUITES
     settings = {arm.name: config.arm_settings(arm) for arm in ARMS}
     rest = [{k: v for k, v in s.items() if k not in (*SWITCHES, "output_dir")} for s in settings.values()]
+    assert all(s["seed"] == config.seeds[0] and s["held_out_comparison"] is False for s in settings.values())
     assert all(r == rest[0] for r in rest)
     assert len({s["output_dir"] for s in settings.values()}) == len(ARMS)
     for arm in ARMS:
@@ -91,7 +96,39 @@ def test_bad_configs_are_refused_with_the_field(tmp_path):
     with pytest.raises(ExperimentError, match="eval_suite"):
         ExperimentConfig.from_yaml(tiny_config(tmp_path, eval_suite=["bfcl"]))
     with pytest.raises(ExperimentError, match="eval_suites"):
-        ExperimentConfig.from_yaml(tiny_config(tmp_path, eval_suites=["bfcl-single"]))
+        ExperimentConfig.from_yaml(tiny_config(tmp_path, eval_suites=["bfcl", "bfcl"]))
+    with pytest.raises(ExperimentError, match="seeds"):
+        ExperimentConfig.from_yaml(tiny_config(tmp_path, seeds=[1, 1]))
+    with pytest.raises(ExperimentError, match=r"\['seed'\].*seeds"):
+        ExperimentConfig.from_yaml(tiny_config(tmp_path, base={"seed": 3}))
+
+
+def test_command_line_overrides_set_fields_and_join_base(tmp_path):
+    flags = ["--output_dir", str(tmp_path / "elsewhere"), "--seeds", "0,1,2", "--max_steps=6", "--lora_r", "8"]
+    config = ExperimentConfig.from_yaml(tiny_config(tmp_path), recipe().overrides(flags))
+    assert config.output_dir == str(tmp_path / "elsewhere") and config.seeds == (0, 1, 2)
+    assert config.base["max_steps"] == 6 and config.base["lora_r"] == 8 and "num_train_tasks" in config.base
+    assert {config.arm_settings(ARMS[1], seed)["output_dir"] for seed in config.seeds} == {
+        str(tmp_path / "elsewhere" / "seal" / f"seed-{seed}") for seed in (0, 1, 2)
+    }
+    for bad in (["max_steps", "6"], ["--max_steps"]):
+        with pytest.raises(ExperimentError, match="max_steps"):
+            recipe().overrides(bad)
+    with pytest.raises(ExperimentError, match="reweighting"):
+        ExperimentConfig.from_yaml(tiny_config(tmp_path), recipe().overrides(["--reweighting", "false"]))
+
+
+def test_every_arm_of_a_seed_shares_that_seeds_warm_up(tmp_path):
+    config = ExperimentConfig.from_yaml(tiny_config(tmp_path, seeds=[0, 1]))
+    assert config.has_warmup
+    for seed in config.seeds:
+        dirs = {config.arm_settings(arm, seed)["sft_warmup_dir"] for arm in ARMS}
+        assert dirs == {str(Path(config.output_dir) / "warmup" / f"seed-{seed}")}
+    labels = [(s.label, s.seed) for s in subjects(config)]
+    assert labels[:2] == [("base", None), ("SFT warm-up", 0)] and ("SFT warm-up", 1) in labels
+    assert len(labels) == 1 + 2 * (1 + len(ARMS))
+    plain = ExperimentConfig.from_yaml(tiny_config(tmp_path, base={**config.base, "sft_warmup_steps": 0}))
+    assert "sft_warmup_dir" not in plain.arm_settings(ARMS[0]) and not plain.plan()["shared_warmup"]
 
 
 def test_the_manifest_records_the_plan_and_refuses_another(tmp_path):
@@ -99,7 +136,8 @@ def test_the_manifest_records_the_plan_and_refuses_another(tmp_path):
     manifest = open_manifest(config)
     assert [a["name"] for a in manifest["arms"]] == list(config.arms)
     assert manifest["budget"]["max_steps"] == config.base["max_steps"]
-    assert manifest["seeds"]["seed"] == config.arm_settings(ARMS[0])["seed"]
+    assert manifest["seeds"]["seeds"] == list(config.seeds) == [config.arm_settings(ARMS[0])["seed"]]
+    assert manifest["budget"]["sft_warmup_steps"] == 1 and manifest["shared_warmup"] is True
     assert open_manifest(config) == manifest  # the same plan reopens
     longer = ExperimentConfig.from_yaml(tiny_config(tmp_path, base={**config.base, "max_steps": 3}))
     with pytest.raises(ExperimentError, match="budget"):
@@ -112,7 +150,7 @@ def test_trained_arms_are_skipped_and_an_interrupted_one_trains_again(tmp_path):
     calls = []
 
     def train(settings):
-        calls.append(Path(settings["output_dir"]).name)
+        calls.append(Path(settings["output_dir"]).parent.name)
         if len(calls) == 3:
             raise KeyboardInterrupt  # killed during the third arm
 
@@ -120,8 +158,8 @@ def test_trained_arms_are_skipped_and_an_interrupted_one_trains_again(tmp_path):
         train_arms(config, lambda s: (s,), train, log=lambda _: None)
     assert calls == list(config.arms[:3])
     calls.clear()
-    trained = train_arms(config, lambda s: (s,), lambda s: calls.append(Path(s["output_dir"]).name), log=print)
-    assert calls == list(config.arms[2:]) and [a.name for a in trained] == calls
+    trained = train_arms(config, lambda s: (s,), lambda s: calls.append(Path(s["output_dir"]).parent.name), log=print)
+    assert calls == list(config.arms[2:]) and [a.name for a, _ in trained] == calls
     calls.clear()
     assert train_arms(config, lambda s: (s,), lambda s: calls.append(s), log=lambda _: None) == [] and calls == []
 
@@ -129,32 +167,46 @@ def test_trained_arms_are_skipped_and_an_interrupted_one_trains_again(tmp_path):
 def test_only_the_main_process_marks_arms_trained(tmp_path):
     config = ExperimentConfig.from_yaml(tiny_config(tmp_path, arms=["seal"]))
     train_arms(config, lambda s: (s,), lambda s: None, is_main=False, log=lambda _: None)
-    assert not (Path(config.output_dir) / "seal" / "arm.json").exists()
+    assert not (Path(config.output_dir) / "seal" / "seed-0" / "arm.json").exists()
+
+
+def test_arms_train_seed_by_seed(tmp_path):
+    config = ExperimentConfig.from_yaml(tiny_config(tmp_path, arms=["vanilla", "seal"], seeds=[3, 5]))
+    runs = []
+    train_arms(config, lambda s: (s,), lambda s: runs.append((Path(s["output_dir"]).parent.name, s["seed"])), log=str)
+    assert runs == [("vanilla", 3), ("seal", 3), ("vanilla", 5), ("seal", 5)]
+    assert json.loads((Path(config.output_dir) / "seal" / "seed-5" / "arm.json").read_text())["seed"] == 5
 
 
 def test_finished_evaluations_are_kept_and_a_missing_suite_is_noted(tmp_path):
     config = ExperimentConfig.from_yaml(tiny_config(tmp_path, eval_suites=["bfcl", "tau2-telecom"]))
     calls, logged = [], []
 
-    def evaluate(arm, suite, out):
-        calls.append((arm.name if arm else "base", suite))
+    def evaluate(subject, suite, out):
+        calls.append((subject.folder, suite))
         if suite == "tau2-telecom":
             raise SuiteUnavailable("install the extra")
         out.mkdir(parents=True)
         (out / "results.json").write_text("{}")
 
     results = eval_arms(config, evaluate, log=logged.append)
-    assert len(calls) == 2 * (len(config.arms) + 1)
+    count = len(config.arms) + 2  # the base model, the warm-up, the arms
+    assert len(calls) == 2 * count and calls[2][0] == "warmup/seed-0"
     assert all(set(r.evals) == {"bfcl"} for r in results) and results[0].label == "base"
-    assert sum("tau2-telecom skipped (install the extra)" in line for line in logged) == len(config.arms) + 1
+    assert sum("tau2-telecom skipped (install the extra)" in line for line in logged) == count
     calls.clear()
     eval_arms(config, evaluate, log=lambda _: None)
     assert {suite for _, suite in calls} == {"tau2-telecom"}  # bfcl is finished everywhere: not rerun
 
 
-def _results(out: Path, average: float, num_tasks: int) -> Path:
+def _results(out: Path, average: float, num_tasks: int, per_category: dict | None = None) -> Path:
     out.mkdir(parents=True)
     per = {"base": {"passed": 1, "total": num_tasks, "success_rate": average}}
+    per = (
+        {c: {"passed": 1, "total": num_tasks, "success_rate": v} for c, v in per_category.items()}
+        if per_category
+        else per
+    )
     (out / "results.json").write_text(
         json.dumps({"num_tasks": num_tasks, "scores": {"average": average, "per_category": per}})
     )
@@ -165,9 +217,10 @@ def test_the_tables_put_the_papers_numbers_beside_ours(tmp_path):
     config = ExperimentConfig.from_yaml(tiny_config(tmp_path, base={"model_name_or_path": "Qwen/Qwen2.5-7B-Instruct"}))
     paper = paper_numbers()
     ours = {arm.name: 10.0 + i for i, arm in enumerate(ARMS)}
-    results = [ArmResult(None, {"bfcl": _results(tmp_path / "base", 1.5, paper.num_tasks)})]
+    results = [ArmResult(BASE, {"bfcl": _results(tmp_path / "base", 1.5, paper.num_tasks)})]
     for arm in ARMS:
-        results.append(ArmResult(arm, {"bfcl": _results(tmp_path / arm.name, ours[arm.name], paper.num_tasks)}))
+        subject = Subject(arm.label, f"{arm.name}/seed-0", arm, 0, True)
+        results.append(ArmResult(subject, {"bfcl": _results(tmp_path / arm.name, ours[arm.name], paper.num_tasks)}))
     text = experiment_tables(config, results)
     ablation = text[text.index("## Ablation") :]
     rows = {line.split("|")[1].strip(): line for line in ablation.splitlines()[::-1] if line.startswith("| ")}
@@ -179,8 +232,28 @@ def test_the_tables_put_the_papers_numbers_beside_ours(tmp_path):
     assert f"| base | {main['base']:.2f} | 1.50 ({paper.num_tasks} tasks)" in text
     assert f"| SEAL | {main['SEAL']:.2f} | {ours['seal']:.2f} ({paper.num_tasks} tasks)" in text
     assert "not comparable" not in text.lower()
-    few = [ArmResult(ARMS[1], {"bfcl": _results(tmp_path / "few", 3.0, 2)})]
+    few = [ArmResult(Subject("SEAL", "seal/seed-0", ARMS[1], 0, True), {"bfcl": _results(tmp_path / "few", 3.0, 2)})]
     assert "Not comparable with the paper" in experiment_tables(config, few)
+
+
+def test_the_table_gives_each_setting_its_mean_and_interval_over_seeds(tmp_path):
+    config = ExperimentConfig.from_yaml(tiny_config(tmp_path, seeds=[0, 1, 2], eval_suites=["bfcl-single"]))
+    scores = {"vanilla": [20.0, 30.0, 40.0], "seal": [30.0, 32.0, 46.0]}
+    results = [ArmResult(BASE, {"bfcl-single": _results(tmp_path / "base", 10.0, 200, {"simple": 10.0})})]
+    for name, values in scores.items():
+        arm = ARMS_BY_NAME[name]
+        for seed, value in enumerate(values):
+            out = _results(tmp_path / name / str(seed), value, 200, {"simple": value, "parallel": value / 2})
+            results.append(ArmResult(Subject(arm.label, f"{name}/seed-{seed}", arm, seed, True), {"bfcl-single": out}))
+    text = experiment_tables(config, results)
+    rows = {line.split("|")[1].strip(): line for line in text.splitlines() if line.startswith("| ")}
+    assert "| base | - | 10.0 |" in rows["base"]  # one greedy run: no interval
+    # vanilla: mean 30, sd 10, t(0.975, 2) = 4.303: half-width 4.303 * 10 / sqrt(3) = 24.84
+    assert "| vanilla RL | 0, 1, 2 | 30.0 ± 24.8 | 15.0 | 30.0 |" in rows["vanilla RL"]
+    # paired differences 10, 2, 6: mean 6, sd 4, half-width 4.303 * 4 / sqrt(3) = 9.94
+    assert "SEAL minus vanilla RL, paired by seed over 3 seeds: +6.0 points (6.0 ± 9.9)." in text
+    assert "Table 1" not in text  # the paper's tables are BFCL multi-turn's
+    assert mean_interval([5.0]).half_width is None and mean_interval([1.0, 3.0]).text(2) == "2.00 ± 12.71"
 
 
 def test_two_arms_train_evaluate_and_report_through_the_recipe(tmp_path, monkeypatch, capsys):
@@ -188,15 +261,22 @@ def test_two_arms_train_evaluate_and_report_through_the_recipe(tmp_path, monkeyp
     monkeypatch.setenv("SEAL_HUB_CACHE", str(tmp_path / "cache"))
     path = tiny_config(tmp_path, arms=["vanilla", "seal"], evaluate_base=False, eval_suites=["bfcl"], eval_limit=1)
     table = recipe().main(str(path))
-    assert capsys.readouterr().out.strip().splitlines()[-1] == (
-        f"experiment: 2 arms trained and evaluated; table in {table}"
-    )
+    out = capsys.readouterr().out
+    assert out.strip().splitlines()[-1] == f"experiment: 2 arms trained and evaluated; table in {table}"
     manifest = json.loads((tmp_path / "exp" / "manifest.json").read_text())
     assert [a["name"] for a in manifest["arms"]] == ["vanilla", "seal"] and manifest["budget"]["max_steps"] == 1
     for name in ("vanilla", "seal"):
-        run_config = json.loads((tmp_path / "exp" / name / "run_config.json").read_text())
+        run_config = json.loads((tmp_path / "exp" / name / "seed-0" / "run_config.json").read_text())
         assert run_config["reweighting"] == (name == "seal")
-        assert json.loads((tmp_path / "exp" / name / "eval" / "bfcl" / "results.json").read_text())["num_tasks"] == 1
+        assert not (tmp_path / "exp" / name / "seed-0" / "eval" / "base").exists()  # no comparison of its own
+        results = json.loads((tmp_path / "exp" / name / "seed-0" / "eval" / "bfcl" / "results.json").read_text())
+        assert results["num_tasks"] == 1
+    # the second arm started from the warm-up the first one trained
+    assert (
+        "SFT warm-up: loaded the shared one in" in out
+        and (tmp_path / "exp" / "warmup" / "seed-0" / "warmup.json").exists()
+    )
+    assert (tmp_path / "exp" / "warmup" / "seed-0" / "eval" / "bfcl" / "results.json").exists()
     text = table.read_text()
     assert "| vanilla RL |" in text and "| SEAL |" in text and "w/o reweighting" not in text
 
@@ -211,10 +291,10 @@ def test_the_tiny_experiment_runs_end_to_end_and_resumes(tmp_path, monkeypatch, 
     assert out[-1] == f"experiment: {len(ARMS)} arms trained and evaluated; table in {table}"
     root = Path(config.output_dir)
     for arm in ARMS:
-        assert (root / arm.name / "adapter_model.safetensors").exists()
+        assert (root / arm.name / "seed-0" / "adapter_model.safetensors").exists()
         for suite in config.eval_suites:
-            results = json.loads((root / arm.name / "eval" / suite / "results.json").read_text())
-            assert results["num_tasks"] == config.eval_limit and results["adapter"]["ref"] == arm.name
+            results = json.loads((root / arm.name / "seed-0" / "eval" / suite / "results.json").read_text())
+            assert results["num_tasks"] == config.eval_limit and results["adapter"]["ref"] == f"{arm.name}-seed-0"
     text = table.read_text()
     assert all(f"| {arm.label} |" in text for arm in ARMS)
     assert (table.parent / "report.md").exists() and list(table.parent.glob("*.png"))
@@ -243,8 +323,8 @@ def test_two_processes_train_every_arm_and_only_rank_0_evaluates(tmp_path):
     assert result.returncode == 0, result.stderr[-3000:]
     lines = [line for line in result.stdout.splitlines() if line.startswith("experiment: ")]
     assert sum(line.startswith("experiment: training arm") for line in lines) == 4  # both ranks train both arms
-    assert sum(line.startswith("experiment: evaluating") for line in lines) == 2  # rank 0 alone evaluates
+    assert sum(line.startswith("experiment: evaluating") for line in lines) == 3  # rank 0 alone: warm-up, 2 arms
     assert lines[-1].startswith("experiment: 2 arms trained and evaluated; table in ")
     for name in ("vanilla", "seal"):
-        assert json.loads((tmp_path / "exp" / name / "arm.json").read_text())["trained"] is True
-        assert (tmp_path / "exp" / name / "eval" / "bfcl" / "results.json").exists()
+        assert json.loads((tmp_path / "exp" / name / "seed-0" / "arm.json").read_text())["trained"] is True
+        assert (tmp_path / "exp" / name / "seed-0" / "eval" / "bfcl" / "results.json").exists()

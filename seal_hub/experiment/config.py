@@ -1,9 +1,12 @@
 """An experiment's configuration, its arms, and the manifest that pins its plan in the output directory.
 
 Each arm is the base config plus its ablation switches only (`ARMS`), so the budget is identical by
-construction; `open_manifest` records the plan (arms, overrides, budget, seeds, evaluation) and refuses an
-output directory that holds another plan. Not covered: running arms (`seal_hub.experiment.run`), tables
-(`seal_hub.experiment.tables`).
+construction; each arm runs once per seed (`seeds`, the recipe's `seed`: sampling, shuffling and LoRA's
+initialisation), into `output_dir/ARM/seed-K`. When the base config has an SFT warm-up, every arm of a seed
+starts from the same one (`output_dir/warmup/seed-K`, trained by the first arm that needs it, loaded by the
+others: the recipe's `sft_warmup_dir`), so the arms differ only in what their RL phase does. `open_manifest`
+records the plan (arms, overrides, budget, seeds, evaluation) and refuses an output directory that holds
+another plan. Not covered: running arms (`seal_hub.experiment.run`), tables (`seal_hub.experiment.tables`).
 """
 
 from __future__ import annotations
@@ -30,8 +33,13 @@ BUDGET_KEYS = (
     "learning_rate",
     "max_steps_per_episode",
     "max_completion_length",
+    "sft_warmup_steps",
+    "sft_learning_rate",
+    "sft_batch_size",
 )
-SEED_KEYS = ("seed", "split_file", "split_seed")
+SEED_KEYS = ("split_file", "split_seed")
+PER_RUN = (*SWITCHES, "output_dir", "seed", "sft_warmup_dir", "held_out_comparison")  # set by the experiment
+WARMUP_DIR = "warmup"
 
 
 class ExperimentError(ValueError):
@@ -55,6 +63,10 @@ ARMS = (
 ARMS_BY_NAME = {arm.name: arm for arm in ARMS}
 
 
+def seed_folder(seed: int) -> str:
+    return f"seed-{seed}"
+
+
 @dataclass(frozen=True)
 class ExperimentConfig:
     base_config: str = field(
@@ -65,11 +77,23 @@ class ExperimentConfig:
     arms: tuple[str, ...] = field(
         default=tuple(a.name for a in ARMS), metadata={"help": f"Arms to run, of {', '.join(ARMS_BY_NAME)}."}
     )
+    seeds: tuple[int, ...] = field(
+        default=(0,), metadata={"help": "Each arm runs once per seed; the tables give the mean and a 95% interval."}
+    )
     evaluate_base: bool = field(default=True, metadata={"help": "Also evaluate the untrained model (Table 1's base)."})
     eval_suites: tuple[str, ...] = field(
-        default=("bfcl",), metadata={"help": "Suites to evaluate on: bfcl (its test split) first, then OOD suites."}
+        default=("bfcl",),
+        metadata={
+            "help": "Suites to evaluate on, test split: the main one first (bfcl: the paper's split and tables), "
+            "then OOD suites."
+        },
     )
-    eval_limit: int | None = field(default=None, metadata={"help": "First N tasks of each suite (all if unset)."})
+    eval_limit: int | None = field(
+        default=None, metadata={"help": "N tasks of each suite, the categories taken in turn (all if unset)."}
+    )
+    eval_categories: tuple[str, ...] | None = field(
+        default=None, metadata={"help": "Categories of the main suite to evaluate on (all if unset)."}
+    )
     eval_max_new_tokens: int = field(default=512, metadata={"help": "Tokens per model step at evaluation."})
     eval_max_context_tokens: int = field(default=8192, metadata={"help": "Longest evaluated episode, in tokens."})
     eval_max_live_episodes: int = field(default=16, metadata={"help": "Episodes generated together at evaluation."})
@@ -80,16 +104,22 @@ class ExperimentConfig:
             raise ExperimentError(f"arms: unknown {unknown or 'empty list'}; choose from {', '.join(ARMS_BY_NAME)}")
         if len(set(self.arms)) != len(self.arms):
             raise ExperimentError(f"arms: {list(self.arms)} names an arm twice; list each once")
-        fixed = sorted(set(self.base) & {*SWITCHES, "output_dir"})
+        fixed = sorted(set(self.base) & set(PER_RUN))
         if fixed:
-            raise ExperimentError(f"base: {fixed} are set per arm by the experiment; remove them from base")
-        if not self.eval_suites or self.eval_suites[0] != "bfcl":
-            raise ExperimentError(f"eval_suites: {list(self.eval_suites)} must start with 'bfcl' (the paper's test)")
+            raise ExperimentError(
+                f"base: {fixed} are set per run by the experiment (seeds: the seeds field); remove them from base"
+            )
+        if not self.seeds or len(set(self.seeds)) != len(self.seeds):
+            raise ExperimentError(f"seeds: {list(self.seeds)}; give one or more distinct seeds")
+        if not self.eval_suites or len(set(self.eval_suites)) != len(self.eval_suites):
+            raise ExperimentError(f"eval_suites: {list(self.eval_suites)}; name one or more suites, each once")
         if self.eval_limit is not None and self.eval_limit < 1:
             raise ExperimentError(f"eval_limit must be >= 1 or unset, got {self.eval_limit}")
 
     @classmethod
-    def from_yaml(cls, path: str | Path) -> ExperimentConfig:
+    def from_yaml(cls, path: str | Path, overrides: dict[str, Any] | None = None) -> ExperimentConfig:
+        """The config in `path`; `overrides` (the command line's) set its fields by name, any other key joins
+        `base` (a recipe field for every arm)."""
         path = Path(path)
         try:
             data = yaml.safe_load(path.read_text(encoding="utf-8"))
@@ -98,26 +128,50 @@ class ExperimentConfig:
         if not isinstance(data, dict):
             raise ExperimentError(f"{path}: an experiment config is a mapping of its fields")
         known = {name for name in cls.__dataclass_fields__}
+        for key, value in (overrides or {}).items():
+            if key in known:
+                data[key] = value
+            else:
+                data["base"] = {**(data.get("base") or {}), key: value}
         extra = sorted(set(data) - known)
         if extra:
             raise ExperimentError(f"{path}: unknown key(s) {extra}; the fields are {sorted(known)}")
         base_config = Path(data.get("base_config", ""))
         data["base_config"] = str(base_config if base_config.is_absolute() else path.parent / base_config)
-        for key in ("arms", "eval_suites"):
-            if key in data:
-                data[key] = tuple(data[key])
+        for key in ("arms", "eval_suites", "seeds", "eval_categories"):
+            if data.get(key) is not None:
+                data[key] = tuple(data[key]) if isinstance(data[key], list | tuple) else (data[key],)
         try:
             return cls(**data)
         except TypeError as exc:
             raise ExperimentError(f"{path}: {exc}") from None
 
-    def arm_settings(self, arm: Arm, resolve_model: Callable[[str], str] = str) -> dict[str, Any]:
-        """The recipe's settings of `arm`: base config, then the common overrides, then the arm's switches."""
+    def run_dir(self, arm: Arm, seed: int) -> Path:
+        return Path(self.output_dir) / arm.name / seed_folder(seed)
+
+    def warmup_dir(self, seed: int) -> Path:
+        return Path(self.output_dir) / WARMUP_DIR / seed_folder(seed)
+
+    def common_settings(self) -> dict[str, Any]:
+        """The base config with the common overrides: what every run shares."""
         try:
             settings = yaml.safe_load(Path(self.base_config).read_text(encoding="utf-8"))
         except (OSError, yaml.YAMLError) as exc:
             raise ExperimentError(f"base_config {self.base_config}: cannot read it ({exc})") from None
-        settings = {**settings, **self.base, **arm.switches, "output_dir": str(Path(self.output_dir) / arm.name)}
+        return {**settings, **self.base}
+
+    @property
+    def has_warmup(self) -> bool:
+        return bool(self.common_settings().get("sft_warmup_steps"))
+
+    def arm_settings(self, arm: Arm, seed: int | None = None, resolve_model: Callable[[str], str] = str) -> dict:
+        """The recipe's settings of `arm` with `seed` (the first of `seeds` by default): base config, the common
+        overrides, the arm's switches, then what the experiment sets per run (`PER_RUN`)."""
+        seed = self.seeds[0] if seed is None else seed
+        settings = {**self.common_settings(), **arm.switches, "seed": seed, "held_out_comparison": False}
+        settings["output_dir"] = str(self.run_dir(arm, seed))
+        if settings.get("sft_warmup_steps"):
+            settings["sft_warmup_dir"] = str(self.warmup_dir(seed))
         settings["model_name_or_path"] = resolve_model(settings["model_name_or_path"])
         return settings
 
@@ -134,12 +188,14 @@ class ExperimentConfig:
             "base_overrides": self.base,
             "model": first["model_name_or_path"],
             "budget": budget,
-            "seeds": seeds,
+            "seeds": {"seeds": list(self.seeds), **seeds},
+            "shared_warmup": self.has_warmup,
             "arms": [{"name": a.name, "label": a.label, "overrides": a.switches} for a in arms],
             "evaluation": {
                 "suites": list(self.eval_suites),
                 "split": "test",
                 "limit": self.eval_limit,
+                "categories": list(self.eval_categories) if self.eval_categories else None,
                 "max_new_tokens": self.eval_max_new_tokens,
                 "max_context_tokens": self.eval_max_context_tokens,
                 "base_model": self.evaluate_base,
@@ -174,10 +230,11 @@ def open_manifest(config: ExperimentConfig, defaults: dict[str, Any] | None = No
     return manifest
 
 
-def arm_trained(config: ExperimentConfig, arm: Arm) -> bool:
-    path = Path(config.output_dir) / arm.name / ARM_FILE
+def arm_trained(config: ExperimentConfig, arm: Arm, seed: int) -> bool:
+    path = config.run_dir(arm, seed) / ARM_FILE
     return path.exists() and json.loads(path.read_text(encoding="utf-8")).get("trained") is True
 
 
-def mark_trained(config: ExperimentConfig, arm: Arm) -> None:
-    write_json(Path(config.output_dir) / arm.name / ARM_FILE, {"arm": arm.name, "label": arm.label, "trained": True})
+def mark_trained(config: ExperimentConfig, arm: Arm, seed: int) -> None:
+    record = {"arm": arm.name, "label": arm.label, "seed": seed, "trained": True}
+    write_json(config.run_dir(arm, seed) / ARM_FILE, record)

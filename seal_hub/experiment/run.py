@@ -12,7 +12,15 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from seal_hub.experiment.config import ARMS_BY_NAME, Arm, ExperimentConfig, arm_trained, mark_trained
+from seal_hub.experiment.config import (
+    ARMS_BY_NAME,
+    WARMUP_DIR,
+    Arm,
+    ExperimentConfig,
+    arm_trained,
+    mark_trained,
+    seed_folder,
+)
 
 
 def free_memory() -> None:
@@ -24,13 +32,49 @@ def free_memory() -> None:
 
 
 @dataclass(frozen=True)
+class Subject:
+    """What one evaluation scores: the untrained model, a seed's SFT warm-up, or an arm's run of one seed."""
+
+    label: str  # its row in the tables: "base", "SFT warm-up", or the arm's label
+    folder: str  # under the experiment's output_dir ("base", "warmup/seed-K", "ARM/seed-K")
+    arm: Arm | None = None
+    seed: int | None = None  # None: the untrained model (greedy evaluation: nothing to seed)
+    trained: bool = False  # the folder holds the weights to score (adapter or full model)
+
+    @property
+    def name(self) -> str:
+        return self.folder.replace("/", "-")
+
+
+BASE = Subject("base", "base")
+WARMUP_LABEL = "SFT warm-up"
+
+
+def subjects(config: ExperimentConfig) -> list[Subject]:
+    """Everything the experiment evaluates, seed by seed: the base model (once), each seed's warm-up (when the
+    arms share one), each arm."""
+    chosen = [BASE] if config.evaluate_base else []
+    for seed in config.seeds:
+        if config.has_warmup:
+            chosen.append(Subject(WARMUP_LABEL, f"{WARMUP_DIR}/{seed_folder(seed)}", None, seed, True))
+        for name in config.arms:
+            arm = ARMS_BY_NAME[name]
+            chosen.append(Subject(arm.label, f"{arm.name}/{seed_folder(seed)}", arm, seed, True))
+    return chosen
+
+
+@dataclass(frozen=True)
 class ArmResult:
-    arm: Arm | None  # None: the untrained base model
+    subject: Subject
     evals: dict[str, Path]  # suite -> evaluation directory
 
     @property
     def label(self) -> str:
-        return self.arm.label if self.arm is not None else "base"
+        return self.subject.label
+
+    @property
+    def arm(self) -> Arm | None:
+        return self.subject.arm
 
 
 def train_arms(
@@ -40,50 +84,50 @@ def train_arms(
     is_main: bool = True,
     barrier: Callable[[], None] = lambda: None,
     log: Callable[[str], None] = print,
-) -> list[Arm]:
-    """Train every arm not yet trained (all processes take part); returns the arms that trained now."""
+) -> list[tuple[Arm, int]]:
+    """Train every arm of every seed not yet trained (all processes take part), seed by seed (so a partial
+    experiment has whole seeds); returns the (arm, seed) runs that trained now."""
     trained = []
-    for name in config.arms:
-        arm = ARMS_BY_NAME[name]
-        barrier()
-        if arm_trained(config, arm):
-            log(f"experiment: arm {arm.name} ({arm.label}) already trained: skipped")
-            continue
-        log(f"experiment: training arm {arm.name} ({arm.label})")
-        train(*parse(config.arm_settings(arm)))
-        free_memory()
-        barrier()
-        if is_main:
-            mark_trained(config, arm)
-        trained.append(arm)
+    for seed in config.seeds:
+        for name in config.arms:
+            arm = ARMS_BY_NAME[name]
+            barrier()
+            if arm_trained(config, arm, seed):
+                log(f"experiment: arm {arm.name} seed {seed} ({arm.label}) already trained: skipped")
+                continue
+            log(f"experiment: training arm {arm.name} seed {seed} ({arm.label})")
+            train(*parse(config.arm_settings(arm, seed)))
+            free_memory()
+            barrier()
+            if is_main:
+                mark_trained(config, arm, seed)
+            trained.append((arm, seed))
     return trained
 
 
 def eval_arms(
     config: ExperimentConfig,
-    evaluate: Callable[[Arm | None, str, Path], None],
+    evaluate: Callable[[Subject, str, Path], None],
     log: Callable[[str], None] = print,
 ) -> list[ArmResult]:
-    """Evaluate the base model (if asked) and every trained arm on each suite; finished evaluations are kept."""
+    """Evaluate every subject (`subjects`) on each suite; finished evaluations are kept."""
     from seal_hub.evaluation.results import RESULTS_JSON
 
-    subjects: list[Arm | None] = ([None] if config.evaluate_base else []) + [ARMS_BY_NAME[a] for a in config.arms]
     results = []
-    for arm in subjects:
-        folder = Path(config.output_dir) / (arm.name if arm is not None else "base")
+    for subject in subjects(config):
         evals = {}
         for suite in config.eval_suites:
-            out = folder / "eval" / suite
+            out = Path(config.output_dir) / subject.folder / "eval" / suite
             if not (out / RESULTS_JSON).exists():
-                log(f"experiment: evaluating {arm.name if arm else 'base'} on {suite}")
+                log(f"experiment: evaluating {subject.folder} on {suite}")
                 try:
-                    evaluate(arm, suite, out)
+                    evaluate(subject, suite, out)
                 except SuiteUnavailable as exc:  # an OOD suite whose extra is missing: noted, not fatal
                     log(f"experiment: {suite} skipped ({exc})")
                     continue
                 free_memory()
             evals[suite] = out
-        results.append(ArmResult(arm, evals))
+        results.append(ArmResult(subject, evals))
     return results
 
 
@@ -91,22 +135,23 @@ class SuiteUnavailable(RuntimeError):
     """An optional evaluation suite cannot load here (a missing extra)."""
 
 
-def adapter_record(arm: Arm, run_dir: Path) -> dict[str, Any]:
-    """An arm's final weights as an evaluation's adapter record: its run directory and a digest of the files."""
+def adapter_record(subject: Subject, run_dir: Path) -> dict[str, Any]:
+    """A run's final weights as an evaluation's adapter record: its run directory and a digest of the files."""
     digest = hashlib.sha256()
     for path in sorted(run_dir.glob("*.safetensors")):
         digest.update(path.name.encode())
         with path.open("rb") as weights:  # streamed: a full fine-tune's shards are many GB
             while chunk := weights.read(1 << 24):
                 digest.update(chunk)
-    return {"ref": arm.name, "repo": run_dir.name, "revision": "final", "commit": digest.hexdigest()[:40]}
+    return {"ref": subject.name, "repo": subject.folder, "revision": "final", "commit": digest.hexdigest()[:40]}
 
 
-def evaluate_arm(config: ExperimentConfig, model_args: Any, arm: Arm | None, suite_name: str, out: Path) -> None:
-    """Score the arm's final weights (or the untrained model) on `suite_name` under the paper's protocol."""
+def evaluate_arm(config: ExperimentConfig, model_args: Any, subject: Subject, suite_name: str, out: Path) -> None:
+    """Score the subject's weights (or the untrained model) on `suite_name`'s test split (bfcl: the paper's),
+    the main suite's `eval_categories` taken in turn, with `seal-hub eval`'s protocol."""
     from transformers.integrations.deepspeed import unset_hf_deepspeed_config
 
-    from seal_hub.envs.suite import SuiteError, load_suite
+    from seal_hub.envs.suite import SuiteError, in_turn, load_suite
     from seal_hub.evaluation import EvalProtocol, EvalSpec, ModelRunner, interface_record, run_evaluation
     from seal_hub.interface import InterfaceSnapshot
     from seal_hub.models import end_token_ids, load_policy, place_for_inference
@@ -120,10 +165,11 @@ def evaluate_arm(config: ExperimentConfig, model_args: Any, arm: Arm | None, sui
             raise
         raise SuiteUnavailable(str(exc)) from None
     split_file = "paper" if suite_name == "bfcl" else None
-    tasks = suite.select(suite.split_ids("test", split_file))[: config.eval_limit]
+    categories = config.eval_categories if suite_name == config.eval_suites[0] else None
+    tasks = in_turn(suite.select(suite.split_ids("test", split_file)), config.eval_limit, categories)
     unset_hf_deepspeed_config()  # training's ZeRO-3 must not partition a model loaded for one process alone
-    run_dir = Path(config.output_dir) / arm.name if arm is not None else None
-    if run_dir is not None and not model_args.use_peft:  # a full fine-tune saved its whole model there
+    run_dir = Path(config.output_dir) / subject.folder if subject.trained else None
+    if run_dir is not None and not model_args.use_peft and subject.arm is not None:  # a full fine-tune's model
         model, tokenizer = load_policy(replace(model_args, model_name_or_path=str(run_dir)))
     else:
         model, tokenizer = load_policy(model_args)
@@ -140,10 +186,10 @@ def evaluate_arm(config: ExperimentConfig, model_args: Any, arm: Arm | None, sui
         parser_style=resolve_parser_style(tokenizer, None),  # results.json names the style the template teaches
     )
     model_id = model_id_of(config.plan()["model"])
-    adapter = adapter_record(arm, run_dir) if run_dir is not None else None
+    adapter = adapter_record(subject, run_dir) if run_dir is not None else None
     interface = InterfaceSnapshot.null(suite.name)
     backend = HFBackend(model, end_token_ids(model, tokenizer), tokenizer.pad_token_id or 0, seed=0)
-    info = PolicyInfo(f"{model_id}:{arm.name}" if arm else model_id, adapter["commit"] if adapter else None)
+    info = PolicyInfo(f"{model_id}:{subject.name}" if adapter else model_id, adapter["commit"] if adapter else None)
     engine = RolloutEngine(backend, tokenizer, suite, protocol.rollout_config(), info, interface)
     spec = EvalSpec(
         suite=suite.name,

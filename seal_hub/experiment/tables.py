@@ -1,5 +1,6 @@
-"""The experiment's page: the paper's Table 1 and ablation table with its numbers beside ours, OOD suites, and
-`seal-hub report`'s plots of every arm's training and evaluations.
+"""The experiment's page: every setting's mean and 95% interval over seeds (and per category), SEAL minus
+vanilla paired by seed, on bfcl the paper's Table 1 and ablation table with its numbers beside ours, OOD suites,
+and `seal-hub report`'s plots of every run's training and evaluations.
 
 Not covered: drawing (`seal_hub.report`), the paper's numbers themselves (`seal_hub.report.paper`, package data).
 """
@@ -12,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from seal_hub.experiment.config import ARMS, MANIFEST, REPORT_DIR, TABLE_FILE, ExperimentConfig
+from seal_hub.experiment.intervals import mean_interval
 from seal_hub.experiment.run import ArmResult, model_id_of
 
 
@@ -24,24 +26,92 @@ def _scores(path: Path | None) -> dict[str, Any] | None:
     return {"average": results["scores"]["average"], "num_tasks": results["num_tasks"], **results["scores"]}
 
 
-def _cell(scores: dict[str, Any] | None) -> str:
-    return "" if scores is None else f"{scores['average']:.2f} ({scores['num_tasks']} tasks)"
+def _by_label(results: Sequence[ArmResult], suite: str) -> dict[str, list[tuple[int | None, dict[str, Any]]]]:
+    """Each setting's (seed, scores) on `suite`, in the results' order (settings without a score left out)."""
+    grouped: dict[str, list[tuple[int | None, dict[str, Any]]]] = {}
+    for r in results:
+        scores = _scores(r.evals.get(suite))
+        if scores is not None:
+            grouped.setdefault(r.label, []).append((r.subject.seed, scores))
+    return grouped
+
+
+def _cell(runs: list[tuple[int | None, dict[str, Any]]] | None) -> str:
+    if not runs:
+        return ""
+    tasks = sorted({s["num_tasks"] for _, s in runs})
+    return f"{mean_interval([s['average'] for _, s in runs]).text(2)} ({'/'.join(map(str, tasks))} tasks)"
+
+
+def seeds_table(results: Sequence[ArmResult], suite: str) -> list[str]:
+    """Every setting on `suite`: its runs, the mean and 95% interval of the average, each category's mean."""
+    from seal_hub.report.tables import markdown_table
+
+    grouped = _by_label(results, suite)
+    if not grouped:
+        return []
+    categories = sorted({c for runs in grouped.values() for _, s in runs for c in s["per_category"]})
+    rows = []
+    for label, runs in grouped.items():
+        seeds = ", ".join(str(seed) for seed, _ in runs if seed is not None) or "-"
+        per_category = [
+            mean_interval([s["per_category"][c]["success_rate"] for _, s in runs if c in s["per_category"]])
+            if any(c in s["per_category"] for _, s in runs)
+            else None
+            for c in categories
+        ]
+        rows.append(
+            [label, seeds, str(mean_interval([s["average"] for _, s in runs]))]
+            + ["" if m is None else f"{m.mean:.1f}" for m in per_category]
+        )
+    tasks = sorted({s["num_tasks"] for runs in grouped.values() for _, s in runs})
+    lines = [
+        f"## Every setting on {suite} (held-out test tasks: {'/'.join(map(str, tasks))})",
+        "",
+        "Success rate in percent: the mean over seeds of the average over categories, ± the half-width of its 95% "
+        "t interval (a single run: no interval); per category: the mean over seeds.",
+        "",
+        markdown_table(["setting", "seeds", "avg (95% interval)", *categories], rows),
+        "",
+    ]
+    return lines + _difference(grouped)
+
+
+def _difference(grouped: dict[str, list[tuple[int | None, dict[str, Any]]]]) -> list[str]:
+    """SEAL minus vanilla RL, paired by seed (the two arms of a seed share the warm-up and the tasks)."""
+    seal = {seed: s["average"] for seed, s in grouped.get("SEAL", [])}
+    vanilla = {seed: s["average"] for seed, s in grouped.get("vanilla RL", [])}
+    paired = [seal[seed] - vanilla[seed] for seed in seal if seed in vanilla]
+    if not paired:
+        return []
+    d = mean_interval(paired)
+    return [f"SEAL minus vanilla RL, paired by seed over {d.n} seeds: {d.mean:+.1f} points ({d}).", ""]
 
 
 def experiment_tables(config: ExperimentConfig, results: Sequence[ArmResult]) -> str:
-    """Table 1 (base and SEAL) and the ablation table, the paper's averages beside ours, then OOD suites."""
+    """Every setting with its interval over seeds; on bfcl, the paper's Table 1 and ablation beside ours; OOD."""
     from seal_hub.report.paper import paper_numbers
     from seal_hub.report.tables import markdown_table
 
-    paper = paper_numbers()
+    main_suite = config.eval_suites[0]
+    lines = seeds_table(results, main_suite)
+    if main_suite == "bfcl":
+        lines += _paper_tables(config, _by_label(results, "bfcl"), paper_numbers(), markdown_table)
+    ood = config.eval_suites[1:]
+    if ood:
+        grouped = {s: _by_label(results, s) for s in ood}
+        labels = list(dict.fromkeys(r.label for r in results))
+        rows = [[label, *(_cell(grouped[s].get(label)) or "not run" for s in ood)] for label in labels]
+        lines += ["## Out-of-distribution suites (ours; average success in percent)", ""]
+        lines += [markdown_table(["setting", *ood], rows), ""]
+    return "\n".join(lines)
+
+
+def _paper_tables(config: ExperimentConfig, bfcl, paper, markdown_table) -> list[str]:
+    """Table 1 (base and SEAL) and the ablation table: the paper's averages beside ours (mean over seeds)."""
     model = model_id_of(config.plan()["model"])
-    by_label = {r.label: r for r in results}
-    bfcl = {label: _scores(r.evals.get("bfcl")) for label, r in by_label.items()}
-    counts = {s["num_tasks"] for s in bfcl.values() if s is not None}
-    lines = [
-        "Success rate in percent: the average over the BFCL v3 multi-turn categories of the held-out split.",
-        "",
-    ]
+    counts = {s["num_tasks"] for runs in bfcl.values() for _, s in runs}
+    lines = []
     if counts and counts != {paper.num_tasks}:
         lines += [
             f"**Not comparable with the paper:** ours are on {', '.join(map(str, sorted(counts)))} of its "
@@ -67,29 +137,12 @@ def experiment_tables(config: ExperimentConfig, results: Sequence[ArmResult]) ->
         for arm in ARMS
         if arm.name in config.arms
     ]
-    lines += [
+    return lines + [
         "## Ablation",
         "",
         markdown_table(["setting", f"paper ({paper_model})", f"ours ({model})"], rows),
         "",
     ]
-    categories = sorted({c for s in bfcl.values() if s for c in s["per_category"]})
-    if categories:
-        rows = [
-            [
-                label,
-                *(f"{s['per_category'][c]['success_rate']:.2f}" if c in s["per_category"] else "" for c in categories),
-            ]
-            for label, s in bfcl.items()
-            if s is not None
-        ]
-        lines += ["## Ours per category (bfcl)", "", markdown_table(["setting", *categories], rows), ""]
-    ood = [s for s in config.eval_suites if s != "bfcl"]
-    if ood:
-        rows = [[r.label, *(_cell(_scores(r.evals.get(s))) or "not run" for s in ood)] for r in results]
-        lines += ["## Out-of-distribution suites (ours; average success in percent)", ""]
-        lines += [markdown_table(["setting", *ood], rows), ""]
-    return "\n".join(lines)
 
 
 def write_report(config: ExperimentConfig, results: Sequence[ArmResult]) -> Path:
@@ -98,10 +151,15 @@ def write_report(config: ExperimentConfig, results: Sequence[ArmResult]) -> Path
 
     out = Path(config.output_dir) / REPORT_DIR
     sources: list[tuple[str | None, str | Path]] = []
+    main_suite = config.eval_suites[0]
     for r in results:
+        seed = f" · seed {r.subject.seed}" if r.subject.seed is not None and len(config.seeds) > 1 else ""
         if r.arm is not None:
-            sources.append((f"{r.label} (training)", Path(config.output_dir) / r.arm.name))
-        sources += [(r.label if suite == "bfcl" else f"{r.label} · {suite}", path) for suite, path in r.evals.items()]
+            sources.append((f"{r.label}{seed} (training)", Path(config.output_dir) / r.subject.folder))
+        sources += [
+            (f"{r.label}{seed}" if suite == main_suite else f"{r.label}{seed} · {suite}", path)
+            for suite, path in r.evals.items()
+        ]
     report = build_report(sources, out)
     table = out / TABLE_FILE
     manifest = json.loads((Path(config.output_dir) / MANIFEST).read_text(encoding="utf-8"))
@@ -112,7 +170,13 @@ def write_report(config: ExperimentConfig, results: Sequence[ArmResult]) -> Path
         + ", ".join(f"{k} {'unset' if v is None else v}" for k, v in manifest["budget"].items())
         + "; seeds: "
         + ", ".join(f"{k} {'unset' if v is None else v}" for k, v in manifest["seeds"].items())
-        + f". Plots and the training curves: [{report.path.name}]({report.path.name}).",
+        + "."
+        + (
+            " Every arm of a seed starts from that seed's SFT warm-up (warmup/seed-K)."
+            if manifest["shared_warmup"]
+            else ""
+        )
+        + f" Plots and the training curves: [{report.path.name}]({report.path.name}).",
         "",
         experiment_tables(config, results),
         f"Source of the paper's numbers: {_citation()}.",

@@ -67,7 +67,7 @@ from seal_hub.training import SealConfig, SealTrainer
 from seal_hub.training.comparison import HeldOutPlan, comparison_lines, evaluate_stage, read_stage, stage_dir
 from seal_hub.training.held_out import held_out_tasks
 from seal_hub.training.suites import TRAINABLE, training_suite
-from seal_hub.training.warmup import run_warmup, warmup_dataset
+from seal_hub.training.warmup import WarmupMismatchError, run_warmup, shared_warmup, warmup_dataset
 
 # the CPU demo, the default without --config (package data; recipes/configs/demo_cpu.yaml is the same file)
 DEFAULT_CONFIG = Path(__file__).parent / "configs" / "demo_cpu.yaml"
@@ -125,6 +125,14 @@ class SealScriptArguments:
     sft_learning_rate: float = field(default=1e-4, metadata={"help": "Learning rate of the SFT warm-up."})
     sft_batch_size: int = field(
         default=1, metadata={"help": "Conversations per SFT warm-up step (accumulated one at a time: no padding)."}
+    )
+    sft_warmup_dir: str | None = field(
+        default=None,
+        metadata={
+            "help": "A folder runs share to start from one warm-up (the experiment's arms of a seed): the first run "
+            "trains the warm-up and saves it there, a later one with the same settings loads it; unset: "
+            "output_dir/sft-warmup, not shared."
+        },
     )
     interface: str | None = field(
         default=None,
@@ -229,21 +237,7 @@ def main(script_args: SealScriptArguments, training_args: SealConfig, model_args
     if script_args.sft_warmup_steps and last is None:  # a resumed run already has its warmed-up adapter
         model = get_peft_model(model, peft_config) if peft_config is not None else model
         peft_config = None
-        run_warmup(
-            model,
-            tokenizer,
-            warmup_dataset(suite, tasks, tokenizer),
-            script_args.sft_warmup_steps,
-            output_dir=str(Path(training_args.output_dir) / "sft-warmup"),
-            learning_rate=script_args.sft_learning_rate,
-            use_cpu=training_args.use_cpu,
-            bf16=training_args.bf16,
-            per_device_train_batch_size=1,  # one conversation a pass, accumulated: no padding to compute
-            gradient_accumulation_steps=script_args.sft_batch_size,
-            max_length=training_args.max_context_tokens,
-            seed=training_args.seed,
-            gradient_checkpointing=training_args.gradient_checkpointing,  # TRL's SFTConfig would default to True
-        )
+        warm_up(model, tokenizer, suite, tasks, script_args, training_args, model_args)
         if plan is not None and main_process:
             warm = {"id": f"{model_args.model_name_or_path} + SFT warm-up ({script_args.sft_warmup_steps} steps)"}
             evaluate_stage(plan, model, tokenizer, stage_dir(training_args.output_dir, "warmup"), warm | base_record)
@@ -287,6 +281,50 @@ def main(script_args: SealScriptArguments, training_args: SealConfig, model_args
         print_summary(training_args.output_dir, trainer)
     if plan is not None:
         print("\n".join(final_comparison(plan, trainer, tokenizer, base_record, training_args.output_dir)))
+
+
+def warm_up(model, tokenizer, suite: Suite, tasks, script_args, training_args: SealConfig, model_args) -> None:
+    """The SFT warm-up on the training tasks' answers, or the shared one `sft_warmup_dir` already holds."""
+    steps = script_args.sft_warmup_steps
+
+    def train() -> None:
+        run_warmup(
+            model,
+            tokenizer,
+            warmup_dataset(suite, tasks, tokenizer),
+            steps,
+            output_dir=str(Path(training_args.output_dir) / "sft-warmup"),
+            learning_rate=script_args.sft_learning_rate,
+            use_cpu=training_args.use_cpu,
+            bf16=training_args.bf16,
+            per_device_train_batch_size=1,  # one conversation a pass, accumulated: no padding to compute
+            gradient_accumulation_steps=script_args.sft_batch_size,
+            max_length=training_args.max_context_tokens,
+            seed=training_args.seed,
+            gradient_checkpointing=training_args.gradient_checkpointing,  # TRL's SFTConfig would default to True
+        )
+
+    if script_args.sft_warmup_dir is None:
+        train()
+        return
+    if not hasattr(model, "peft_config"):
+        raise WarmupMismatchError("sft_warmup_dir shares a LoRA warm-up: it needs use_peft true")
+    settings = {
+        "model": [model_args.model_name_or_path, model_args.model_revision],
+        "lora": [model_args.lora_r, model_args.lora_alpha, model_args.lora_target_modules],
+        "tasks": [task.id for task in tasks],
+        "steps": steps,
+        "learning_rate": script_args.sft_learning_rate,
+        "batch_size": script_args.sft_batch_size,
+        "seed": training_args.seed,
+        "max_length": training_args.max_context_tokens,
+    }
+    state = PartialState()
+    loaded = shared_warmup(
+        model, script_args.sft_warmup_dir, settings, train, state.is_main_process, state.wait_for_everyone
+    )
+    if loaded and state.is_main_process:
+        print(f"SFT warm-up: loaded the shared one in {script_args.sft_warmup_dir} ({steps} steps, same settings)")
 
 
 def final_comparison(plan: HeldOutPlan, trainer: SealTrainer, tokenizer, base_record, output_dir: str) -> list[str]:
@@ -364,7 +402,7 @@ def run(argv: Sequence[str] | None = None, prog: str = "seal-hub train") -> int:
         return 2
     try:
         main(*args)
-    except (HubError, SourceError, InterfaceError, SuiteError, SplitError) as exc:  # a reference, source, split to fix
+    except (HubError, SourceError, InterfaceError, SuiteError, SplitError, WarmupMismatchError) as exc:  # to fix
         print(f"{prog}: error: {exc}", file=sys.stderr)
         return 2
     return 0

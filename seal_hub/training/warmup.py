@@ -21,12 +21,19 @@ up to its end-of-turn token is the loss (`conversation_tokens`). The dataset hol
 (-100 off the assistant tokens), which TRL's `SFTTrainer` takes as they are, on the same LoRA adapter GRPO goes on
 to train. Off by default (`sft_warmup_steps=0`).
 
+`shared_warmup` lets several runs start from one warm-up (the experiment's arms of one seed): the first run
+trains it and saves the adapter with the settings that made it (`warmup.json`) in the shared folder; a later
+run with the same settings loads that adapter instead of training again, and one with other settings is
+refused (it would not start from the same warm-up).
+
 Not covered: distilling from a stronger model's trajectories (any tokenized dataset works with `run_warmup`).
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 from datasets import Dataset
@@ -155,3 +162,44 @@ def run_warmup(model, tokenizer, dataset: Dataset, steps: int, output_dir: str, 
     trainer = SFTTrainer(model=model, args=config, train_dataset=dataset, processing_class=tokenizer)
     trainer.train()
     return trainer.model
+
+
+WARMUP_RECORD = "warmup.json"
+
+
+class WarmupMismatchError(ValueError):
+    """A shared warm-up folder holds a warm-up made with other settings."""
+
+
+def shared_warmup(
+    model, folder: str | Path, settings: dict[str, Any], train: Callable[[], Any], is_main: bool = True, barrier=None
+) -> bool:
+    """Load the warm-up saved in `folder` into `model` (a PEFT model) when it was made with `settings`; else run
+    `train()` and save the adapter there (the main process, then `barrier`). True when it was loaded."""
+    from peft import set_peft_model_state_dict
+    from safetensors.torch import load_file
+
+    folder = Path(folder)
+    record = folder / WARMUP_RECORD
+    settings = json.loads(json.dumps(settings))  # as it reads back from disk
+    if record.exists():
+        saved = json.loads(record.read_text(encoding="utf-8"))
+        if saved != settings:
+            differ = sorted(k for k in {*saved, *settings} if saved.get(k) != settings.get(k))
+            raise WarmupMismatchError(
+                f"{folder}: holds a warm-up made with other settings ({', '.join(differ)} differ); "
+                "use another folder or delete it"
+            )
+        result = set_peft_model_state_dict(model, load_file(str(folder / "adapter_model.safetensors")))
+        if getattr(result, "unexpected_keys", None):
+            raise WarmupMismatchError(f"{folder}: its adapter does not fit this model ({result.unexpected_keys[:3]})")
+        return True
+    train()
+    if is_main:
+        model.save_pretrained(str(folder))
+        partial = record.with_name(WARMUP_RECORD + ".partial")
+        partial.write_text(json.dumps(settings, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        partial.replace(record)  # written last: a folder without it holds no finished warm-up
+    if barrier is not None:
+        barrier()
+    return False
