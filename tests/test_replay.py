@@ -274,3 +274,16 @@ def test_the_space_requirements_pin_what_pyproject_pins():
     required = dict(line.split("==") for line in lines if line and not line.startswith("#"))
     assert required and {name: pins.get(name) for name in required} == required
     assert {"gradio", "datasets", "huggingface-hub", "bfcl-eval", "pyarrow", "pydantic"} <= set(required)
+
+
+def test_an_episode_shows_the_tools_of_its_own_suites_task():
+    """A bfcl-single run's episodes list the functions their question offered (its snapshots name the suite)."""
+    from seal_hub.envs.suite import load_suite
+    from seal_hub.replay.page import Viewer
+
+    viewer = Viewer()
+    single = load_suite("bfcl-single")
+    task = single.select(single.split_ids("test"))[0]
+    tools = viewer._tools("bfcl-single", task.id)
+    assert tools and {t["function"]["name"] for t in tools} == {f["name"] for f in task.functions}
+    assert viewer._tools("bfcl-single", "no_such_task") == [] and viewer._tools("no-such-suite", task.id) == []

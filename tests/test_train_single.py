@@ -310,3 +310,38 @@ def test_a_suite_that_cannot_train_says_why_in_one_line(suite, tmp_path, capsys)
     assert len(err) == 1
     assert err[0].startswith(f"seal-hub train: error: suite '{suite}' cannot train (")
     assert err[0].endswith("); trainable suites: bfcl, bfcl-single")
+
+
+def test_a_shared_warm_up_is_trained_once_loaded_after_and_refused_under_other_settings(tiny_dir, tmp_path):
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM
+
+    from seal_hub.training.warmup import WarmupMismatchError, shared_warmup
+
+    def lora_model(seed: int):
+        torch.manual_seed(seed)
+        model = AutoModelForCausalLM.from_pretrained(tiny_dir)
+        return get_peft_model(model, LoraConfig(r=4, target_modules=["q_proj", "v_proj"], init_lora_weights=False))
+
+    def lora_weights(model) -> dict:
+        return {k: v.clone() for k, v in model.state_dict().items() if "lora_" in k}
+
+    first, trained = lora_model(0), []
+    settings = {"steps": 3, "tasks": ["simple_1", "simple_2"]}
+
+    def train():
+        trained.append(True)
+        with torch.no_grad():
+            for name, param in first.named_parameters():
+                if "lora_B" in name:
+                    param.add_(0.5)  # stands in for the SFT steps
+
+    folder = tmp_path / "warmup" / "seed-0"
+    assert shared_warmup(first, folder, settings, train) is False and trained == [True]
+    assert json.loads((folder / "warmup.json").read_text()) == settings
+    second = lora_model(1)  # another LoRA initialisation, as another arm's would be
+    assert shared_warmup(second, folder, settings, lambda: trained.append(True)) is True and trained == [True]
+    expected, loaded = lora_weights(first), lora_weights(second)
+    assert expected.keys() == loaded.keys() and all(torch.equal(expected[k], loaded[k]) for k in expected)
+    with pytest.raises(WarmupMismatchError, match="steps differ"):
+        shared_warmup(lora_model(2), folder, {**settings, "steps": 4}, lambda: None)

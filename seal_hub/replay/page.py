@@ -153,7 +153,8 @@ class Viewer:
 
     default_run: str = ""
     _sources: dict[tuple[str, str], ReplaySource] = field(default_factory=dict)
-    _suite: Any = None
+    _suite: Any = None  # BFCL multi-turn's, built on first use
+    _other_suites: dict[str, Any] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @property
@@ -163,6 +164,17 @@ class Viewer:
 
             self._suite = BfclSuite()
         return self._suite
+
+    def suite_for(self, name: str) -> Any:
+        """The suite a run's episodes come from (its interface snapshots name it): their tools are its tasks'."""
+        if name == "bfcl":
+            return self.suite
+        with self._lock:
+            if name not in self._other_suites:
+                from seal_hub.envs.suite import load_suite
+
+                self._other_suites[name] = load_suite(name)
+            return self._other_suites[name]
 
     def source(self, selection: Selection) -> ReplaySource:
         key = (selection.run or self.default_run, selection.revision)
@@ -228,12 +240,19 @@ class Viewer:
         frame = clamp(frame, view.last_frame)
         version = trajectory.interface_version if selection.version == EPISODE_VERSION else selection.version
         snapshot = source.interface(version)
-        try:
-            tools = task_tools(self.suite, trajectory.task_id)
-        except KeyError:
-            tools = []
+        tools = self._tools(snapshot.suite, trajectory.task_id)
         shown = agent_view(snapshot, tools, trajectory, frame)
         return Replay(selection, view, frame, shown.markdown(), summary, shown.tools_json())
+
+    def _tools(self, suite: str, task_id: str) -> list[dict[str, Any]]:
+        """The tools `task_id` offers at its first turn; none for a task its suite does not have (or a suite
+        that cannot load here)."""
+        from seal_hub.envs.suite import SuiteError
+
+        try:
+            return task_tools(self.suite_for(suite), task_id)
+        except (KeyError, SuiteError):
+            return []
 
     def compare(self, a: Selection, b: Selection) -> Comparison:
         """Selection `b`'s rollout of `a`'s task beside `a`'s: turns aligned, interfaces diffed."""
@@ -245,10 +264,7 @@ class Viewer:
         pairs = align(trajectory_a, summary_a.labels, trajectory_b, summary_b.labels)
         snapshot_a = source_a.interface(trajectory_a.interface_version)
         snapshot_b = source_b.interface(trajectory_b.interface_version)
-        try:
-            tools = task_tools(self.suite, trajectory_a.task_id)
-        except KeyError:
-            tools = []
+        tools = self._tools(snapshot_a.suite, trajectory_a.task_id)
         return Comparison(
             alignment=alignment_markdown(pairs, title_a, title_b),
             changes=interface_changes(snapshot_a, snapshot_b),

@@ -497,10 +497,12 @@ class Page:
         chosen = Selection(run=access.run(run), revision=access.revision(rev))
         if version and version != EPISODE_VERSION and chosen.run:
             snapshot = viewer.source(chosen).interface(version)
-        else:
+        else:  # the original protocol of the run's suite (BFCL multi-turn without a run)
             from seal_hub.interface import InterfaceSnapshot
 
-            snapshot = InterfaceSnapshot.null()
+            versions = viewer.source(chosen).versions() if chosen.run else []
+            suite = viewer.source(chosen).interface(versions[-1]).suite if versions else "bfcl"
+            snapshot = InterfaceSnapshot.null(suite)
         return LiveRequest(policy=policy, task_id=task, interface=snapshot)
 
     def run_live(self, policy, task, version, run, rev, slot: LiveSlot):
@@ -509,7 +511,8 @@ class Page:
         try:
             with slot.hold():
                 request = self.live_request(policy, task, version, run, rev)
-                for frame in self.space.live.stream(request, self.space.viewer.suite):
+                suite = self.space.viewer.suite_for(request.interface.suite)
+                for frame in self.space.live.stream(request, suite):
                     yield {chat: frame.messages, status: ("⏹ " if frame.done else "⏳ ") + frame.status}
         except Exception as exc:  # noqa: BLE001
             yield {status: problem(exc, [policy, task, version, run, rev])}
