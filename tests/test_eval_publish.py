@@ -55,7 +55,15 @@ def _check_published(lines, out, adapter_ref, records_ref, weights_before):
     sources = {entry["source"]["url"] for entry in meta["model-index"][0]["results"]}
     assert all(f"/tree/{records_tag}" in url and records_ref.split("://")[-1] in url for url in sources)
     assert meta["library_name"] == "peft" and meta["base_model"]  # the adapter card kept its own metadata
+    assert {entry["task"]["name"] for entry in meta["model-index"][0]["results"]} == {"Multi-turn tool use"}
     return results, records_tag, adapter_tag
+
+
+def test_the_model_index_names_what_the_suite_measures():
+    from seal_hub.hub.cards import task_name
+
+    assert task_name("bfcl-single") == "Single-turn tool calling"
+    assert {task_name(d) for d in ("bfcl", "bfcl-memory", "tau2-telecom")} == {"Multi-turn tool use"}
 
 
 def test_publish_to_the_local_registry(models, tmp_path, capsys, monkeypatch):

@@ -102,10 +102,12 @@ def records_card(repo_id: str, tag: str, results: dict[str, Any], adapter_url: s
 def _eval_results(results: dict[str, Any], source_name: str, source_url: str) -> list:
     from huggingface_hub import EvalResult
 
+    from seal_hub.hub.cards import task_name
+
     dataset_type, dataset_name = _dataset_of(results["suite"])
     common = {
         "task_type": "text-generation",
-        "task_name": "Multi-turn tool use",
+        "task_name": task_name(dataset_type),
         "dataset_type": dataset_type,
         "dataset_name": dataset_name,
         "dataset_split": results["split"],

@@ -102,6 +102,14 @@ def _seal_metadata(links: Sequence[Link], derived_from: Sequence[Any] = (), **ex
     return data
 
 
+SINGLE_TURN_DATASETS = ("bfcl-single",)
+
+
+def task_name(dataset_type: str) -> str:
+    """The model-index task an evaluation dataset measures: single-turn calling or multi-turn tool use."""
+    return "Single-turn tool calling" if dataset_type in SINGLE_TURN_DATASETS else "Multi-turn tool use"
+
+
 def adapter_card(
     repo_id: str,
     tag: str,
@@ -120,7 +128,7 @@ def adapter_card(
     evals = [
         EvalResult(
             task_type="text-generation",
-            task_name="Multi-turn tool use",
+            task_name=task_name(r.dataset),
             dataset_type=r.dataset,
             dataset_name=r.dataset_name,
             dataset_split=r.split,

@@ -18,7 +18,8 @@ the shipped half/half split, the other half held out); `seal_hub.training.suites
 
 Ablations of the paper, same recipe and budget: `--env_adaptation false`, `--reweighting false`,
 `--closed_loop false`; all three false is vanilla GRPO. `--sft_warmup_steps N` first fits the training
-tasks' reference answers with SFT (format teaching for small models; off by default). Relaunching with the same
+tasks' reference answers with SFT (format teaching for small models; off by default; `--sft_warmup_dir DIR`
+shares one warm-up between runs, as the experiment's arms do). Relaunching with the same
 `--output_dir` resumes from its last complete checkpoint; a run that already reached `max_steps` trains
 nothing more (it saves the final adapter and publishes what a kill left unpublished, then says it is
 complete); relaunch with a larger `--max_steps` to extend it. `--eval_every_steps N --eval_tasks M`: every N
