@@ -223,3 +223,33 @@ def test_an_episode_cut_by_its_step_budget_still_labels_every_turn(suite, tiny):
     rest = [Label.MISSING_TOOL_CALL if calls else Label.CORRECT_ABSTENTION for calls in task.ground_truth[2:]]
     assert list(labels) == [Label.PASS, Label.MISSING_TOOL_CALL, *rest]
     assert len(labels) == task.num_turns
+
+
+@pytest.mark.parametrize("backend_type", [HFBackend, SequentialBackend])
+def test_weights_gathered_during_generation_still_train(tiny, backend_type):
+    """ZeRO-3 without ds3_gather_for_generation fetches parameters inside generation; under inference mode they
+    would become inference tensors and the next training forward would fail to save them for backward. The
+    backends generate under no_grad (as TRL does), so a parameter re-materialised mid-generation still trains."""
+    import copy
+
+    import torch
+
+    from seal_hub.rollout.backend import GenerationRequest
+
+    model, tokenizer = tiny
+    model = copy.deepcopy(model)
+    layer = model.model.layers[0].mlp.down_proj
+
+    def gather(module, args):  # what a ZeRO-3 fetch does to a partitioned parameter: new storage, made here
+        module.weight.data = module.weight.data.clone()
+
+    hook = layer.register_forward_pre_hook(gather)
+    backend = backend_type(model, [tokenizer.eos_token_id], tokenizer.pad_token_id)
+    request = GenerationRequest(session="s", token_ids=(1, 2, 3, 4), prefix_length=0)
+    backend.generate([request], SamplingConfig(temperature=0, max_new_tokens=3))
+    hook.remove()
+    assert not layer.weight.is_inference()
+    model.train()
+    loss = model(input_ids=torch.tensor([[1, 2, 3, 4]]), labels=torch.tensor([[1, 2, 3, 4]])).loss
+    loss.backward()
+    assert layer.weight.grad is not None

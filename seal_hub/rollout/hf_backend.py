@@ -81,7 +81,7 @@ class HFBackend:
         """The episode is over: its row stays only as a source of its prefix until the next call lays rows out."""
         self.rows.retire(session)
 
-    @torch.inference_mode()
+    @torch.no_grad()  # not inference_mode: a parameter ZeRO-3 gathers here must stay a normal tensor (TRL: same)
     def finish(self) -> None:
         """This rank's rollouts are done: in synced mode, keep stepping (dummy forwards) until every rank's are."""
         if self.synced is None:
@@ -150,7 +150,7 @@ class HFBackend:
 
     # ----- the batched step -----
 
-    @torch.inference_mode()
+    @torch.no_grad()  # not inference_mode: a parameter ZeRO-3 gathers here must stay a normal tensor (TRL: same)
     def generate(self, requests: list[GenerationRequest], sampling: SamplingConfig) -> list[Generation]:
         if not requests:
             return []

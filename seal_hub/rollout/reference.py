@@ -27,7 +27,7 @@ class SequentialBackend:
     def release(self, session: str) -> None:
         """Nothing is cached."""
 
-    @torch.inference_mode()
+    @torch.no_grad()  # not inference_mode: a parameter ZeRO-3 gathers here must stay a normal tensor (TRL: same)
     def generate(self, requests: list[GenerationRequest], sampling: SamplingConfig) -> list[Generation]:
         was_training = self.model.training
         self.model.eval()
