@@ -231,3 +231,19 @@ def test_every_evolution_threshold_is_a_recipe_flag_that_reaches_the_trainer(mon
 def test_a_bad_evolution_threshold_is_refused_with_its_name(flag, value, monkeypatch, tmp_path):
     with pytest.raises(ValueError, match=flag):
         parse(CONFIGS[0], "--output_dir", str(tmp_path), f"--{flag}", value, monkeypatch=monkeypatch)
+
+
+@pytest.mark.parametrize(
+    ("setting", "reason"),
+    [
+        ({"vllm_mode": "server"}, "vllm_mode 'colocate'"),
+        ({"vllm_enable_sleep_mode": True}, "freed cache"),
+        ({"vllm_tensor_parallel_size": 2}, "same requests"),
+    ],
+)
+def test_vllm_settings_seals_rollouts_cannot_run_under_are_refused_with_why(setting, reason, tmp_path):
+    from seal_hub.training import SealConfig
+
+    fine = {"use_vllm": True, "vllm_mode": "colocate", "use_cpu": True, "bf16": False, "output_dir": str(tmp_path)}
+    with pytest.raises(ValueError, match=reason):
+        SealConfig(**(fine | setting))

@@ -118,6 +118,27 @@ class SealConfig(GRPOConfig, EvolveSettings):
             raise ValueError(
                 f"eval_every_steps must be >= 0 (0 turns held-out evaluation off), got {self.eval_every_steps}"
             )
+        if self.use_vllm:
+            check_vllm_settings(self)
         super().__post_init__()
         if self.num_generations is not None and self.num_generations < 2:
             raise ValueError("num_generations must be >= 2: GRPO's advantages compare rollouts of the same task")
+
+
+def check_vllm_settings(config) -> None:
+    """vLLM settings SEAL's own rollouts cannot run under (TRL 1.16's colocated engine), refused with the reason."""
+    if config.vllm_mode != "colocate":
+        raise ValueError(
+            f"vllm_mode={config.vllm_mode!r}: SEAL generates through vLLM in-process; set vllm_mode 'colocate'"
+        )
+    if config.vllm_enable_sleep_mode:
+        raise ValueError(
+            "vllm_enable_sleep_mode: TRL wakes vLLM's KV cache only inside its own generate, which SEAL's multi-turn "
+            "rollouts and held-out evaluation do not call: they would run on a freed cache; set it false"
+        )
+    if config.vllm_tensor_parallel_size != 1:
+        raise ValueError(
+            f"vllm_tensor_parallel_size={config.vllm_tensor_parallel_size}: every rank of a tensor-parallel group "
+            "must submit the same requests, and SEAL's engine submits its own rank's episodes (ranks make different "
+            "numbers of generate calls as episodes end); set it 1 and add data-parallel ranks instead"
+        )
