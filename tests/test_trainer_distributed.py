@@ -51,6 +51,32 @@ def test_two_processes_share_the_loop_and_keep_every_rollout(tmp_path):
 
 
 @pytest.mark.slow
+def test_the_logged_seal_metrics_are_the_whole_batchs_on_every_rank(tmp_path):
+    """Rank 0 replays the ground truth (passes), rank 1 is the random model (fails): each rank's logged
+    seal/success_rate is the whole batch's 50%, not its own 100% or 0%, and equals the recorded iteration's."""
+    from seal_hub.models import build_tiny_model
+
+    model_dir = build_tiny_model(tmp_path / "tiny")
+    out = tmp_path / "run"
+    script = Path(__file__).parent / "scripts" / "two_process_train.py"
+    command = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", str(script)]
+    result = subprocess.run(
+        [*command, str(out), str(model_dir), "oracle-on-rank-0"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=os.environ | {"OMP_NUM_THREADS": "1"},
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    reports = [json.loads((out / f"rank{r}.json").read_text()) for r in (0, 1)]
+    assert reports[0]["logged"] == reports[1]["logged"] and len(reports[0]["logged"]) == 2
+    for step, logged in enumerate(reports[0]["logged"], start=1):
+        recorded = json.loads((out / "iterations" / f"step_{step:06d}" / "metrics.json").read_text())
+        assert logged["seal/success_rate"] == pytest.approx(recorded["success_rate"]) == pytest.approx(0.5)
+        assert logged["seal/mean_weight"] == pytest.approx(recorded["mean_weight"])
+
+
+@pytest.mark.slow
 def test_two_processes_whose_episodes_end_apart_train_in_step_with_synced_generation(tmp_path):
     """Sharded-like forwards (a collective each) and episodes of 1 step on rank 0, 3 on rank 1: the step
     finishes and both ranks end with the same rho and interface (without synced generation it hangs)."""

@@ -314,7 +314,7 @@ class SealTrainer(GRPOTrainer):
             metrics = iteration_metrics(*everyone, rho, interface)
             write_iteration(args.output_dir, step + 1, everyone[0], everyone[1], metrics, rho)
             kill_point("rollout")
-        self._log_seal_metrics(trajectories, rho, interface, diagnoses)
+        self._log_seal_metrics(*everyone, rho, interface)  # every rank's batch: the logged values are global
         # TRL does not cut rollout_func completions: the trained part of an episode (policy and environment tokens
         # after the prompt) stops at max_completion_length, as verl's response length does; the reward stays the
         # whole episode's verdict, and the trajectory records keep every token.
@@ -338,11 +338,11 @@ class SealTrainer(GRPOTrainer):
                     self.store.put(evolved)
 
     def _log_seal_metrics(
-        self, trajectories, rho: dict[Label, float], interface: InterfaceSnapshot, diagnoses
+        self, trajectories, diagnoses, weights: list[float], rho: dict[Label, float], interface: InterfaceSnapshot
     ) -> None:
         metrics = self._metrics["train"]
         metrics["seal/success_rate"].append(sum(t.passed for t in trajectories) / len(trajectories))
-        metrics["seal/mean_weight"].append(sum(self._weights) / len(self._weights))
+        metrics["seal/mean_weight"].append(sum(weights) / len(weights))
         metrics["seal/interface_version"].append(float(interface.version.lstrip("v") or 0))
         profile = FailureProfile.of(diagnoses)
         for label in Label:

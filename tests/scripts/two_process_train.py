@@ -12,6 +12,7 @@ from seal_hub.models import PolicyConfig, load_policy, lora_config  # noqa: E402
 from seal_hub.training import SealConfig, SealTrainer  # noqa: E402
 
 out, model_dir = sys.argv[1], sys.argv[2]
+oracle = len(sys.argv) > 3 and sys.argv[3] == "oracle-on-rank-0"  # rank 0 replays the ground truth
 policy = PolicyConfig(
     model_name_or_path=model_dir, use_peft=True, lora_r=4, lora_alpha=8, lora_target_modules=["q_proj", "v_proj"]
 )
@@ -30,14 +31,24 @@ args = SealConfig(
     save_strategy="steps",
     save_steps=1,
     logging_steps=1,
-    max_new_tokens=8,
-    max_steps_per_turn=2,
+    max_new_tokens=2048 if oracle else 8,  # the oracle's calls are whole; the random model's 8 tokens are enough
+    max_steps_per_turn=20 if oracle else 2,
+    max_context_tokens=16384,
     max_completion_length=8192,
     disable_tqdm=True,
     gradient_checkpointing=False,
 )
 tasks = suite.select(["multi_turn_base_1", "multi_turn_base_3", "multi_turn_base_5", "multi_turn_base_7"])
-trainer = SealTrainer(model, args, suite, tasks, tokenizer, peft_config=lora_config(policy))
+factory = None
+if oracle:  # rank 0 replays the ground truth, rank 1 is the random model
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+    from accelerate import PartialState  # noqa: E402
+    from oracle_script import oracle_script  # noqa: E402
+    from scripted import ScriptedBackend  # noqa: E402
+
+    if PartialState().process_index == 0:
+        factory = lambda model, tokenizer, step: ScriptedBackend(tokenizer, oracle_script(suite))  # noqa: E731
+trainer = SealTrainer(model, args, suite, tasks, tokenizer, peft_config=lora_config(policy), backend_factory=factory)
 trainer.train()
 report = {
     "rank": trainer.accelerator.process_index,
@@ -45,6 +56,11 @@ report = {
     "interface": trainer.interface.content_hash,
     "rho": {str(k): v for k, v in trainer.window.rho.items()},
     "window": len(trainer.window.diagnoses),
+    "logged": [
+        {k: v for k, v in entry.items() if k.startswith("seal/")}
+        for entry in trainer.state.log_history
+        if "seal/success_rate" in entry
+    ],
 }
 with open(os.path.join(out, f"rank{report['rank']}.json"), "w") as handle:
     json.dump(report, handle)
