@@ -3,9 +3,11 @@
 An experiment configuration (`recipes/configs/experiment_*.yaml`) names one per-run recipe configuration
 (`base_config`), overrides that apply to every arm (`base`), and the evaluation settings. Each arm is the base
 plus its ablation switches only (`ARMS`: vanilla GRPO = all three off, full SEAL, and one switch off each), so
-the budget (steps, batch, rollouts, tasks, seed) is identical by construction; `manifest.json` in the output
-directory records the arms, their overrides, the budget and the seeds, and a rerun with a different plan is
-refused rather than mixed into the old one.
+the budget (steps, batch, rollouts, tasks, warm-up) is identical by construction. Each arm runs once per seed
+(`seeds`); with an SFT warm-up in the base config, the arms of a seed start from that seed's one warm-up.
+`manifest.json` in the output directory records the arms, their overrides, the budget and the seeds, and a rerun
+with a different plan is refused rather than mixed into the old one; the tables give each setting's mean and 95%
+interval over the seeds.
 
 Resumable per arm: an arm whose `arm.json` says trained is skipped, an interrupted one is relaunched into its
 run directory (the recipe resumes from its last checkpoint), and evaluations resume through

@@ -1,4 +1,5 @@
-"""Training every arm (all processes) and evaluating every arm's final weights (main process), resumably.
+"""Training every arm of every seed (all processes) and evaluating every setting (main process), resumably: the
+base model once, each seed's shared warm-up, each arm's final weights (`subjects`).
 
 Not covered: what an arm is (`seal_hub.experiment.config`), the training loop (the recipe's `main`, passed in).
 """
