@@ -99,6 +99,8 @@ def test_bad_configs_are_refused_with_the_field(tmp_path):
         ExperimentConfig.from_yaml(tiny_config(tmp_path, eval_suites=["bfcl", "bfcl"]))
     with pytest.raises(ExperimentError, match="seeds"):
         ExperimentConfig.from_yaml(tiny_config(tmp_path, seeds=[1, 1]))
+    with pytest.raises(ExperimentError, match="integer seeds"):
+        ExperimentConfig.from_yaml(tiny_config(tmp_path, seeds=["a", 2]))
     with pytest.raises(ExperimentError, match=r"\['seed'\].*seeds"):
         ExperimentConfig.from_yaml(tiny_config(tmp_path, base={"seed": 3}))
 

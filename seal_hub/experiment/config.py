@@ -109,8 +109,8 @@ class ExperimentConfig:
             raise ExperimentError(
                 f"base: {fixed} are set per run by the experiment (seeds: the seeds field); remove them from base"
             )
-        if not self.seeds or len(set(self.seeds)) != len(self.seeds):
-            raise ExperimentError(f"seeds: {list(self.seeds)}; give one or more distinct seeds")
+        if not self.seeds or len(set(self.seeds)) != len(self.seeds) or not all(type(s) is int for s in self.seeds):
+            raise ExperimentError(f"seeds: {list(self.seeds)}; give one or more distinct integer seeds")
         if not self.eval_suites or len(set(self.eval_suites)) != len(self.eval_suites):
             raise ExperimentError(f"eval_suites: {list(self.eval_suites)}; name one or more suites, each once")
         if self.eval_limit is not None and self.eval_limit < 1:
