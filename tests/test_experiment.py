@@ -221,7 +221,7 @@ def test_the_tables_put_the_papers_numbers_beside_ours(tmp_path):
     ours = {arm.name: 10.0 + i for i, arm in enumerate(ARMS)}
     results = [ArmResult(BASE, {"bfcl": _results(tmp_path / "base", 1.5, paper.num_tasks)})]
     for arm in ARMS:
-        subject = Subject(arm.label, f"{arm.name}/seed-0", arm, 0, True)
+        subject = Subject(arm.label, f"{arm.name}/seed-0", arm, 0)
         results.append(ArmResult(subject, {"bfcl": _results(tmp_path / arm.name, ours[arm.name], paper.num_tasks)}))
     text = experiment_tables(config, results)
     ablation = text[text.index("## Ablation") :]
@@ -234,7 +234,7 @@ def test_the_tables_put_the_papers_numbers_beside_ours(tmp_path):
     assert f"| base | {main['base']:.2f} | 1.50 ({paper.num_tasks} tasks)" in text
     assert f"| SEAL | {main['SEAL']:.2f} | {ours['seal']:.2f} ({paper.num_tasks} tasks)" in text
     assert "not comparable" not in text.lower()
-    few = [ArmResult(Subject("SEAL", "seal/seed-0", ARMS[1], 0, True), {"bfcl": _results(tmp_path / "few", 3.0, 2)})]
+    few = [ArmResult(Subject("SEAL", "seal/seed-0", ARMS[1], 0), {"bfcl": _results(tmp_path / "few", 3.0, 2)})]
     assert "Not comparable with the paper" in experiment_tables(config, few)
 
 
@@ -246,7 +246,7 @@ def test_the_table_gives_each_setting_its_mean_and_interval_over_seeds(tmp_path)
         arm = ARMS_BY_NAME[name]
         for seed, value in enumerate(values):
             out = _results(tmp_path / name / str(seed), value, 200, {"simple": value, "parallel": value / 2})
-            results.append(ArmResult(Subject(arm.label, f"{name}/seed-{seed}", arm, seed, True), {"bfcl-single": out}))
+            results.append(ArmResult(Subject(arm.label, f"{name}/seed-{seed}", arm, seed), {"bfcl-single": out}))
     text = experiment_tables(config, results)
     rows = {line.split("|")[1].strip(): line for line in text.splitlines() if line.startswith("| ")}
     assert "| base | - | 10.0 |" in rows["base"]  # one greedy run: no interval

@@ -26,7 +26,7 @@ def site(tmp_path_factory, suite):
         world = replay_world(tmp_path_factory.mktemp("browser"), suite, patch)
         patch.setenv("SEAL_REPLAY_RUN", "alice/demo")
         app = load_app(APP, "seal_replay_app_in_browser")
-        app.SPACE.viewer._suite = suite
+        app.SPACE.viewer._suites["bfcl"] = suite
         port = free_port()
         app.demo.launch(
             prevent_thread_lock=True, ssr_mode=False, quiet=True, server_port=port, css=app.CSS, theme=app.THEME
@@ -132,7 +132,7 @@ def public_site(tmp_path_factory, suite):
         patch.setenv("SEAL_REPLAY_PUBLIC", "1")
         patch.setenv("SEAL_REPLAY_POLICIES", "tiny")
         app = load_app(APP, "seal_replay_public_app_in_browser")
-        app.SPACE.viewer._suite = suite
+        app.SPACE.viewer._suites["bfcl"] = suite
         port = free_port()
         app.demo.launch(
             prevent_thread_lock=True, ssr_mode=False, quiet=True, server_port=port, css=app.CSS, theme=app.THEME

@@ -116,7 +116,7 @@ def test_the_deployed_app_shows_the_run_from_the_hub_at_its_pinned_revision(onli
             (tmp_path / name).write_bytes(data)
     monkeypatch.delenv("SEAL_REPLAY_RUN", raising=False)
     app = load_app(tmp_path / "app.py", "seal_replay_deployed_app")
-    app.SPACE.viewer._suite = suite
+    app.SPACE.viewer._suites["bfcl"] = suite
     settings = app.SPACE.settings
     assert (settings.run, settings.revision, settings.public) == ("hf://alice/demo", "iter-0", True)
     assert app.SPACE.access.runs == ("alice",) and app.SPACE.access.policies == ("tiny",)

@@ -34,7 +34,7 @@ def deployed(tmp_path_factory, suite):
         patch.setenv("SEAL_REPLAY_POLICIES", "tiny")
         patch.setenv("SEAL_REPLAY_LIVE_STEPS", "1")
         app = load_app(APP, "seal_replay_app_hostile")
-        app.SPACE.viewer._suite = suite
+        app.SPACE.viewer._suites["bfcl"] = suite
         port = free_port()
         app.demo.launch(prevent_thread_lock=True, ssr_mode=False, quiet=True, server_port=port)
         try:

@@ -44,7 +44,7 @@ def space(tmp_path_factory, suite):
         patch.setenv("SEAL_REPLAY_RUN", "alice/demo")
         patch.setenv("SEAL_REPLAY_LIVE_STEPS", "1")
         app = load_app(APP, "seal_replay_app_under_test")
-        app.SPACE.viewer._suite = suite
+        app.SPACE.viewer._suites["bfcl"] = suite
         port = free_port()
         app.demo.launch(prevent_thread_lock=True, ssr_mode=False, quiet=True, server_port=port)
         try:

@@ -40,7 +40,12 @@ class Subject:
     folder: str  # under the experiment's output_dir ("base", "warmup/seed-K", "ARM/seed-K")
     arm: Arm | None = None
     seed: int | None = None  # None: the untrained model (greedy evaluation: nothing to seed)
-    trained: bool = False  # the folder holds the weights to score (adapter or full model)
+
+    @property
+    def trained(self) -> bool:
+        """The folder holds weights to score (adapter or full model): every subject but the untrained model,
+        which alone has no seed."""
+        return self.seed is not None
 
     @property
     def name(self) -> str:
@@ -57,10 +62,10 @@ def subjects(config: ExperimentConfig) -> list[Subject]:
     chosen = [BASE] if config.evaluate_base else []
     for seed in config.seeds:
         if config.has_warmup:
-            chosen.append(Subject(WARMUP_LABEL, f"{WARMUP_DIR}/{seed_folder(seed)}", None, seed, True))
+            chosen.append(Subject(WARMUP_LABEL, f"{WARMUP_DIR}/{seed_folder(seed)}", None, seed))
         for name in config.arms:
             arm = ARMS_BY_NAME[name]
-            chosen.append(Subject(arm.label, f"{arm.name}/{seed_folder(seed)}", arm, seed, True))
+            chosen.append(Subject(arm.label, f"{arm.name}/{seed_folder(seed)}", arm, seed))
     return chosen
 
 

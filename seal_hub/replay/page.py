@@ -153,28 +153,22 @@ class Viewer:
 
     default_run: str = ""
     _sources: dict[tuple[str, str], ReplaySource] = field(default_factory=dict)
-    _suite: Any = None  # BFCL multi-turn's, built on first use
-    _other_suites: dict[str, Any] = field(default_factory=dict)
+    _suites: dict[str, Any] = field(default_factory=dict)  # by name, each loaded on first use
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @property
     def suite(self) -> Any:
-        if self._suite is None:
-            from seal_hub.envs.bfcl import BfclSuite
-
-            self._suite = BfclSuite()
-        return self._suite
+        """BFCL multi-turn: the suite of a run whose snapshots name none other."""
+        return self.suite_for("bfcl")
 
     def suite_for(self, name: str) -> Any:
         """The suite a run's episodes come from (its interface snapshots name it): their tools are its tasks'."""
-        if name == "bfcl":
-            return self.suite
         with self._lock:
-            if name not in self._other_suites:
+            if name not in self._suites:
                 from seal_hub.envs.suite import load_suite
 
-                self._other_suites[name] = load_suite(name)
-            return self._other_suites[name]
+                self._suites[name] = load_suite(name)
+            return self._suites[name]
 
     def source(self, selection: Selection) -> ReplaySource:
         key = (selection.run or self.default_run, selection.revision)

@@ -255,10 +255,8 @@ class SealTrainer(GRPOTrainer):
         if self.use_vllm:
             from seal_hub.rollout.vllm_backend import VLLMBackend
 
-            llm = getattr(self.vllm_generation, "llm", None)
-            if llm is None:
-                raise ValueError("SEAL generates through vLLM in-process: set vllm_mode='colocate' (not 'server')")
-            return VLLMBackend.from_llm(llm, end_token_ids(model, tokenizer))
+            # colocate mode (SealConfig refuses the others): TRL's engine lives in this process
+            return VLLMBackend.from_llm(self.vllm_generation.llm, end_token_ids(model, tokenizer))
         return hf_backend(model, tokenizer, step, self.args.seed, self.synced)
 
     @contextmanager

@@ -179,6 +179,8 @@ def shared_warmup(
     from peft import set_peft_model_state_dict
     from safetensors.torch import load_file
 
+    from seal_hub.evaluation.store import write_atomic
+
     folder = Path(folder)
     record = folder / WARMUP_RECORD
     settings = json.loads(json.dumps(settings))  # as it reads back from disk
@@ -197,9 +199,8 @@ def shared_warmup(
     train()
     if is_main:
         model.save_pretrained(str(folder))
-        partial = record.with_name(WARMUP_RECORD + ".partial")
-        partial.write_text(json.dumps(settings, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-        partial.replace(record)  # written last: a folder without it holds no finished warm-up
+        # written last: a folder without it holds no finished warm-up
+        write_atomic(record, json.dumps(settings, indent=2, sort_keys=True) + "\n")
     if barrier is not None:
         barrier()
     return False

@@ -500,8 +500,8 @@ class Page:
         else:  # the original protocol of the run's suite (BFCL multi-turn without a run)
             from seal_hub.interface import InterfaceSnapshot
 
-            versions = viewer.source(chosen).versions() if chosen.run else []
-            suite = viewer.source(chosen).interface(versions[-1]).suite if versions else "bfcl"
+            source = viewer.source(chosen) if chosen.run else None
+            suite = source.interface(source.versions()[-1]).suite if source is not None else "bfcl"
             snapshot = InterfaceSnapshot.null(suite)
         return LiveRequest(policy=policy, task_id=task, interface=snapshot)
 
