@@ -25,6 +25,8 @@ _LAZY = {
     "read_trajectories": "seal_hub.rollout.records",
     "write_trajectories": "seal_hub.rollout.records",
     "SequentialBackend": "seal_hub.rollout.reference",
+    "PaddedGenerateBackend": "seal_hub.rollout.baselines",
+    "ContinuousBatchingBackend": "seal_hub.rollout.baselines",
 }
 __all__ = sorted(_LAZY)
 

@@ -19,7 +19,9 @@ a task and every step of an episode), and an episode only ever appends to its to
 What a row does not share: rollouts of one task each hold their own copy of the prefix (sharing it would need an
 attention over two key blocks merged by their log-sum-exp, not done here). Sampling goes through transformers'
 own logits warpers in `model.generate`'s order (`sampling.py`), so it draws from the distribution the reference
-backend (`reference.py`) draws from; greedy decoding matches it token for token.
+backend (`reference.py`) draws from; greedy decoding matches it token for token. The draw runs on the model's
+device (a generator there), and a decode step moves its inputs and positions to the device in one copy and its
+tokens and log-probs back in one (positions are kept as Python ints): one host sync per step.
 
 With `synced` (several ranks whose forwards are collectives, `seal_hub.rollout.synced`), every forward first joins
 the ranks' "any work left" all-reduce, and `finish` runs dummy forwards until every rank's rollouts are done.
@@ -67,7 +69,8 @@ class HFBackend:
         self.pad_token_id = pad_token_id
         self.rows = KVRows(num_layers(model))
         self.prefixes = PrefixStore(max_prefix_bytes)
-        self._generator = torch.Generator(device="cpu").manual_seed(seed)
+        self.seed = seed
+        self._generator: torch.Generator | None = None  # on the model's device, made at the first sampled step
         self.prefilled_tokens = 0  # tokens run through the model to build caches
         self.reused_tokens = 0  # tokens whose KV came from a cache instead
         self.timings: dict[str, float] = dict.fromkeys(("layout", "prefill", "forward", "cache", "sampling"), 0.0)
@@ -93,6 +96,13 @@ class HFBackend:
             self.synced.drain(lambda: self.model(input_ids=token, use_cache=False, logits_to_keep=1))
         finally:
             self.model.train(was_training)
+
+    def _device_generator(self, device: torch.device) -> torch.Generator:
+        """The sampler's random generator, on the model's device: the draw happens where the probabilities are
+        (no ``[rows, vocab]`` copy to the host per token). Seeded once; it moves (re-seeded) only if the model does."""
+        if self._generator is None or self._generator.device != device:
+            self._generator = torch.Generator(device=device).manual_seed(self.seed)
+        return self._generator
 
     def clear(self) -> None:
         """Drop every cache (call after the weights change: cached KV belongs to the old weights)."""
@@ -181,17 +191,22 @@ class HFBackend:
         done = [False] * n  # by request index: out of the batch's live rows (end of turn or token limit)
         active = n
         timings = self.timings
-        sample = Sampler(sampling, self._generator)
+        sample = Sampler(sampling, self._device_generator(device))
+        clock = _clock(device)
         while active:
-            start = time.perf_counter()
-            positions = torch.tensor(lengths[:active], device=device)
-            cache, mask = self.rows.decode_cache(positions)
-            tokens_in = torch.tensor(inputs[:active], device=device)[:, None]
-            forward_start = time.perf_counter()
-            logits = self._forward(tokens_in, cache, mask, positions[:, None])
-            sample_start = time.perf_counter()
+            start = clock()
+            cache, mask = self.rows.decode_cache(lengths[:active], device)
+            # the step's inputs and positions go to the device in one copy (positions stay Python ints here)
+            step_in = torch.tensor([*inputs[:active], *lengths[:active]], device=device)[:, None]
+            tokens_in, positions = step_in[:active], step_in[active:]
+            forward_start = clock()
+            logits = self._forward(tokens_in, cache, mask, positions)
+            sample_start = clock()
             tokens, token_logprobs = sample(logits, tokens_in)
-            tokens_list, logprob_list = tokens.tolist(), token_logprobs.tolist()
+            # and the sampled tokens with their log-probs come back in one copy: one host sync per step (fp32
+            # holds every token id exactly, ids being far below 2**24; the log-probs are fp32 already)
+            packed = torch.cat([tokens.to(torch.float32), token_logprobs]).tolist()
+            tokens_list, logprob_list = [int(t) for t in packed[:active]], packed[active:]
             for row in range(active):
                 index = order[row]
                 if done[index]:  # a finished row riding along: its output is not used
@@ -206,7 +221,7 @@ class HFBackend:
                 else:
                     lengths[row] += 1
                     inputs[row] = token
-            cache_start = time.perf_counter()
+            cache_start = clock()
             remaining = max((limits[i] - len(generated[i]) for i in order[:active] if not done[i]), default=0)
             for row in range(active - 1, -1, -1):  # from the end: trailing finished rows leave for free
                 if not done[order[row]]:
@@ -220,7 +235,7 @@ class HFBackend:
                     lengths[row], lengths[last] = lengths[last], lengths[row]
                     inputs[row], inputs[last] = inputs[last], inputs[row]
                 active -= 1
-            end = time.perf_counter()
+            end = clock()
             timings["forward"] += sample_start - forward_start
             timings["sampling"] += cache_start - sample_start
             timings["cache"] += (forward_start - start) + (end - cache_start)
@@ -229,6 +244,19 @@ class HFBackend:
             covered = requests[index].token_ids + tuple(generated[index][:-1])
             self.rows.set_ids(row, covered, requests[index].prefix_length)
         return [Generation(tuple(generated[i]), tuple(logprobs[i]), finished[i]) for i in range(n)]
+
+
+def _clock(device: torch.device):
+    """`time.perf_counter`, after waiting for the device where it runs asynchronously (CUDA): otherwise a forward's
+    time would be counted in whichever step next waits for its result."""
+    if device.type != "cuda":
+        return time.perf_counter
+
+    def synced() -> float:
+        torch.cuda.synchronize(device)
+        return time.perf_counter()
+
+    return synced
 
 
 def _shareable_prefix(request: GenerationRequest) -> tuple[int, ...]:

@@ -10,7 +10,7 @@ zero-filled. The model gets `transformers` caches that write in place:
 
 - `prefill_cache(row, begin, end)`: a batch-of-one cache that writes positions begin..end-1 of one row (the
   model's own attention runs over the row's first `end` positions);
-- `decode_cache(positions)`: the first `len(positions)` rows, each writing one token at its own position (a row
+- `decode_cache(positions, device)`: the first `len(positions)` rows, each writing one token at its own position (a row
   that reaches its capacity grows by `CAPACITY_STEP` first, one layer at a time).
 
 `layout` orders a call's sessions as rows 0..n-1 (then sessions held but not requested) and makes room for the
@@ -268,17 +268,17 @@ class KVRows:
         self.step.active = False
         return _RowsCache([_PrefillLayer(self, i, row, begin) for i in range(self.num_layers)])
 
-    def decode_cache(self, positions: torch.Tensor) -> tuple[Cache, torch.Tensor]:
+    def decode_cache(self, positions: list[int], device: torch.device) -> tuple[Cache, torch.Tensor]:
         """The cache for one decode step of rows 0..len(positions)-1, each writing its token at its position, and
         a placeholder 4D attention mask (each row's attention reads exactly its own positions: nothing to hide)."""
         step = self.step
-        step.positions = positions.tolist()
+        step.positions = list(positions)
         step.rows = self.rows[: len(step.positions)]
         for row, position in zip(step.rows, step.positions, strict=True):
             if position >= row.capacity:  # decoding past the reserved room: grow by a step
                 self._grow(row, position + CAPACITY_STEP, position)
         step.active = True
-        return self._decode, positions.new_ones((len(step.positions), 1, 1, 1), dtype=torch.bool)
+        return self._decode, torch.ones((len(step.positions), 1, 1, 1), dtype=torch.bool, device=device)
 
     def attention_views(self, layer: int) -> list[LayerKV]:
         """Each decoding row's keys and values of `layer` over its positions, the token just written included."""

@@ -65,7 +65,7 @@ class Sampler:
     def __init__(self, sampling: SamplingConfig, generator: torch.Generator) -> None:
         self.greedy = sampling.temperature == 0
         self.processors = logits_processors(sampling)
-        self.generator = generator  # on the CPU: draws do not depend on the device the model runs on
+        self.generator = generator  # on the logits' device: the draw runs there, without a copy to the host
 
     def __call__(self, logits: torch.Tensor, input_ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """`logits`: ``[rows, vocab]`` (float); `input_ids`: ``[rows, n]``, the rows' latest input tokens."""
@@ -74,8 +74,7 @@ class Sampler:
             tokens = logprobs.argmax(dim=-1)
         else:
             logprobs = torch.log_softmax(self.processors(input_ids, logits), dim=-1)
-            probs = logprobs.exp().cpu()
-            tokens = torch.multinomial(probs, 1, generator=self.generator).squeeze(-1).to(logits.device)
+            tokens = torch.multinomial(logprobs.exp(), 1, generator=self.generator).squeeze(-1)
         return tokens, logprobs.gather(-1, tokens[:, None]).squeeze(-1)
 
 
