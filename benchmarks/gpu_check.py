@@ -30,7 +30,14 @@ bf16 weights allocated directly on the GPU. For each model it measures, with the
 It runs where only torch, transformers, peft and accelerate are installed (the batched backend imports without
 the engine's dependencies); what it cannot run it reports as skipped, naming the missing package, and a part
 that fails is reported as failed (exit status 1) without stopping the others. `--time-budget` skips the parts
-that would start after that many seconds. Prints one table.
+that would start after that many seconds. `--require` makes a skipped part (a missing package or the spent
+budget) count against the run as a failed one does: exit status 1. It prints one table at the end; its last line
+is always ``gpu check: K of M parts passed`` (a skipped part is not a passed one, with or without `--require`).
+
+On a lent GPU machine that lacks TRL, datasets, bfcl-eval or bitsandbytes, `benchmarks/gpu_bundle.py` carries
+them as wheels and `benchmarks/gpu_run.sh` installs them and runs this check with `--require` (README, "The GPU
+check on a lent GPU machine"). The check runs under that machine's transformers 5.17 as under 5.23: the one API
+it calls that differs is the models' checkpointing switch, looked up under both names in `lora_step`.
 
 Not covered: vLLM generation, multi-GPU, the Qwen tokenizer, anything about learning (the weights are random).
 """
@@ -103,33 +110,46 @@ class Row:
     model: str
     result: str
     peak: str = "-"
+    status: str = "passed"  # "passed", "skipped" or "failed"
 
 
 class Check:
     """Runs the parts, each guarded: a missing package or an error becomes a row, the next part still runs."""
 
-    def __init__(self, device: str, dtype: torch.dtype, sizes: Sizes, budget: float, dry: bool) -> None:
+    def __init__(
+        self, device: str, dtype: torch.dtype, sizes: Sizes, budget: float, dry: bool, require: bool = False
+    ) -> None:
         self.device, self.dtype, self.sizes, self.budget, self.dry = device, dtype, sizes, budget, dry
+        self.require = require  # a skipped part fails the run
         self.rows: list[Row] = []
-        self.failed = False
         self.started = time.perf_counter()
+
+    @property
+    def failed(self) -> bool:
+        """Whether the exit status is 1: a part failed, or (with `require`) a part was skipped."""
+        failing = {"failed", "skipped"} if self.require else {"failed"}
+        return any(row.status in failing for row in self.rows)
+
+    def summary(self) -> str:
+        """The run's last line."""
+        passed = sum(row.status == "passed" for row in self.rows)
+        return f"gpu check: {passed} of {len(self.rows)} parts passed"
 
     def part(self, name: str, model: str, run: Callable[..., str], *args, **kwargs) -> None:
         """Run `run(*args, **kwargs)` (which returns the result cell) as one row of the table."""
         elapsed = time.perf_counter() - self.started
         if elapsed > self.budget:
-            self.rows.append(Row(name, model, f"skipped: time budget ({self.budget:.0f} s) spent"))
+            self.rows.append(Row(name, model, f"skipped: time budget ({self.budget:.0f} s) spent", status="skipped"))
             return
         reset_peak(self.device)
         try:
             result = run(*args, **kwargs)
         except SkipPart as skip:
-            self.rows.append(Row(name, model, f"skipped: {skip}"))
+            self.rows.append(Row(name, model, f"skipped: {skip}", status="skipped"))
             return
         except Exception as error:  # a GPU check reports every part; the traceback would hide the table
-            self.failed = True
             message = " ".join(str(error).split())[:160]
-            self.rows.append(Row(name, model, f"FAILED: {type(error).__name__}: {message}"))
+            self.rows.append(Row(name, model, f"FAILED: {type(error).__name__}: {message}", status="failed"))
             return
         finally:
             free(self.device)
@@ -410,12 +430,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--time-budget", type=float, default=540.0, help="seconds after which parts not yet started are skipped"
     )
+    parser.add_argument(
+        "--require",
+        action="store_true",
+        help="a skipped part (missing package or spent time budget) fails the run (exit status 1)",
+    )
     args = parser.parse_args(argv)
     if not args.dry_run and not torch.cuda.is_available():
         print("gpu_check: no CUDA GPU here (torch.cuda.is_available() is False); use --dry-run", file=sys.stderr)
         return 2
     device, dtype, sizes = ("cpu", torch.float32, DRY) if args.dry_run else ("cuda", torch.bfloat16, FULL)
-    check = Check(device, dtype, sizes, args.time_budget, args.dry_run)
+    check = Check(device, dtype, sizes, args.time_budget, args.dry_run, require=args.require)
     where = "CPU dry run, tiny shapes" if args.dry_run else torch.cuda.get_device_name()
     import peft
     import transformers
@@ -438,6 +463,7 @@ def main(argv: list[str] | None = None) -> int:
             check.part("QLoRA step (plain PEFT), 4-bit NF4", name, lora_step, name, check, quantized=True)
     print(check.table())
     print(f"total {time.perf_counter() - check.started:.0f} s")
+    print(check.summary(), flush=True)
     return 1 if check.failed else 0
 
 

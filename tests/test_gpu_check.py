@@ -1,6 +1,7 @@
 """benchmarks/gpu_check.py on a CPU: `--help`, the dry run (tiny shapes, the GPU run's code path), and the dry run
 where only torch, transformers, peft and accelerate are installed (TRL, datasets, pyarrow, bfcl-eval, pydantic and
-bitsandbytes made unimportable), which must still run and say what it skipped."""
+bitsandbytes made unimportable), which must still run and say what it skipped; with `--require` a skipped part fails
+the run. Every run's last line is `gpu check: K of M parts passed`."""
 
 from __future__ import annotations
 
@@ -65,10 +66,14 @@ def table(stdout: str) -> dict[tuple[str, str], tuple[str, str]]:
     return rows
 
 
+def last_line(stdout: str) -> str:
+    return stdout.rstrip("\n").splitlines()[-1]
+
+
 def test_help_names_the_dry_run():
     result = run_check("--help", timeout=120)
     assert result.returncode == 0, result.stderr
-    assert "--dry-run" in result.stdout and "--time-budget" in result.stdout
+    assert "--dry-run" in result.stdout and "--time-budget" in result.stdout and "--require" in result.stdout
 
 
 def test_without_a_gpu_and_without_dry_run_it_says_so_in_one_line():
@@ -86,6 +91,7 @@ def test_a_spent_time_budget_skips_every_part_and_still_prints_the_table():
     rows = table(result.stdout)
     assert [model for _, model in rows] == ["Qwen2.5-3B"] * 4 + ["Qwen2.5-7B"] * 5
     assert all(result.startswith("skipped: time budget") for result, _ in rows.values())
+    assert last_line(result.stdout) == "gpu check: 0 of 9 parts passed"  # skipped is not passed, exit 0 all the same
 
 
 def test_dry_run_with_only_torch_transformers_peft_accelerate():
@@ -106,6 +112,19 @@ def test_dry_run_with_only_torch_transformers_peft_accelerate():
         assert 0 < int(found[2]) <= live * sizes.rollout_steps * sizes.rollout_new_tokens
     qlora, _ = rows[("QLoRA step (plain PEFT), 4-bit NF4", "Qwen2.5-7B")]
     assert qlora == "skipped: needs bitsandbytes (not installed)"
+    assert last_line(result.stdout) == "gpu check: 3 of 5 parts passed"
+
+
+def test_require_fails_the_run_when_bitsandbytes_is_missing():
+    result = run_check("--dry-run", "--require", "--models", "Qwen2.5-7B", absent=("bitsandbytes",))
+    assert result.returncode == 1, result.stderr[-3000:]
+    assert "Traceback" not in result.stderr
+    rows = table(result.stdout)
+    qlora, _ = rows[("QLoRA step (plain PEFT), 4-bit NF4", "Qwen2.5-7B")]
+    assert qlora == "skipped: needs bitsandbytes (not installed)"
+    others = [result for key, (result, _) in rows.items() if key[0] != "QLoRA step (plain PEFT), 4-bit NF4"]
+    assert len(others) == 4 and not any(r.startswith(("skipped", "FAILED")) for r in others), others
+    assert last_line(result.stdout) == "gpu check: 4 of 5 parts passed"
 
 
 @pytest.mark.slow
@@ -122,3 +141,4 @@ def test_dry_run_with_everything_runs_the_seal_step_and_the_qlora_step():
             assert re.match(r"\d+ tokens/s", rows[(f"rollout, {live} live episodes", model)][0])
     qlora, _ = rows[("QLoRA step (plain PEFT), 4-bit NF4", "Qwen2.5-7B")]
     assert re.match(r"\d+\.\d s/step", qlora), qlora
+    assert last_line(result.stdout) == "gpu check: 9 of 9 parts passed"
