@@ -3,8 +3,8 @@
     accelerate launch recipes/experiment.py --config recipes/configs/experiment_tiny.yaml
     accelerate launch recipes/experiment.py --config recipes/configs/experiment_cpu.yaml \
         --output_dir /data/exp-cpu --seeds 0,1,2 --max_steps 6
-    accelerate launch --config_file recipes/accelerate/single_gpu.yaml recipes/experiment.py \
-        --config recipes/configs/experiment_qwen2.5-3b-lora.yaml
+    python recipes/experiment.py --config recipes/configs/experiment_qwen2.5-3b-lora.yaml
+    python recipes/experiment.py --config recipes/configs/experiment_qwen2.5-7b-full.yaml   # 4 GPUs, ZeRO-3
 
 The arms are the paper's: vanilla GRPO (all three SEAL switches off), full SEAL, and without environment
 adaptation / reweighting / the closed loop. Each is `recipes/seal.py` on the experiment's base config plus its
@@ -13,6 +13,11 @@ switches (a run directory under `output_dir`); each arm's final weights, and the
 plots and `output_dir/report/experiment.md` puts the paper's Table 1 and ablation beside ours. Relaunching the
 same command resumes: trained arms and finished evaluations are skipped, an interrupted arm resumes from its
 last checkpoint. The fields of an experiment config: `seal_hub.experiment.ExperimentConfig`.
+
+The experiment is one process (`python`, or `accelerate launch` of one process): each arm trains in its own
+`accelerate launch` of the recipe under the config's `accelerate_config` (`single_gpu.yaml`, `zero3.yaml`, ...), so
+the memory an arm held (a colocated vLLM engine's above all) is given back before the next one starts; the
+evaluations run in this process afterwards, on one device.
 
 Flags after --config override it: `--output_dir DIR` (anywhere), `--seeds 0,1,2`, any other experiment field
 by name, and any recipe field (`--max_steps 6`, `--learning_rate 1e-4`): it joins the config's `base`, so every
@@ -27,17 +32,19 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import yaml
-from accelerate import PartialState
 from trl import TrlParser
 
 from seal_hub.experiment import (
     ARMS_BY_NAME,
     BUDGET_KEYS,
     SEED_KEYS,
+    ArmFailed,
     ExperimentConfig,
     ExperimentError,
     eval_arms,
     evaluate_arm,
+    launch_arm,
+    launched_processes,
     open_manifest,
     train_arms,
     write_report,
@@ -57,9 +64,8 @@ def resolve_model(name: str) -> str:
     from seal_hub.models import build_tiny_model, cache_root
 
     path = cache_root() / "tiny-policy"
-    with PartialState().main_process_first():
-        if not (path / "config.json").exists():
-            build_tiny_model(path)
+    if not (path / "config.json").exists():
+        build_tiny_model(path)
     return str(path)
 
 
@@ -85,25 +91,30 @@ def overrides(flags: list[str]) -> dict:
     return values
 
 
-def main(config_path: str, flags: Sequence[str] = ()) -> Path | None:
+def main(config_path: str, flags: Sequence[str] = ()) -> Path:
     config = ExperimentConfig.from_yaml(config_path, overrides(list(flags)))
-    state = PartialState()
+    if launched_processes() > 1:
+        raise ExperimentError(
+            f"the experiment runs as one process and starts each arm's own `accelerate launch` (under "
+            f"accelerate_config); this one was launched as {launched_processes()} processes. Run "
+            "`python recipes/experiment.py --config ... --accelerate_config recipes/accelerate/zero3.yaml` "
+            "(or `accelerate launch` with one process)"
+        )
+    if config.accelerate_config and not Path(config.accelerate_config).is_file():
+        raise ExperimentError(f"accelerate_config {config.accelerate_config}: no such file (an accelerate config)")
     parser = TrlParser((seal.SealScriptArguments, SealConfig, PolicyConfig))
-
-    def parse(settings: dict):
-        settings = {**settings, "model_name_or_path": resolve_model(settings["model_name_or_path"])}
-        return parser.parse_dict(settings)
-
-    parsed = parse(config.arm_settings(ARMS_BY_NAME[config.arms[0]]))  # the budget as the recipe will run it
+    # the budget as the recipe will run it (the arms share the model, which the evaluations below load)
+    parsed = parser.parse_dict(config.arm_settings(ARMS_BY_NAME[config.arms[0]], resolve_model=resolve_model))
     defaults = {key: getattr(args, key) for args in parsed for key in BUDGET_KEYS + SEED_KEYS if hasattr(args, key)}
-    model_args = parsed[2]  # the arms share the model (and the eval below must not parse again: no barriers there)
+    model_args = parsed[2]
     del parsed
-    with state.main_process_first():
-        if state.is_main_process:
-            open_manifest(config, defaults)
-    train_arms(config, parse, seal.main, is_main=state.is_main_process, barrier=state.wait_for_everyone)
-    if not state.is_main_process:  # the main process alone evaluates and reports: no barrier waits on it
-        return None
+    open_manifest(config, defaults)
+
+    def train(arm, seed, settings):
+        parser.parse_dict(settings)  # refused here, with the field, before a launch is spent on it
+        launch_arm(f"{arm.name}-seed-{seed}", settings, config.output_dir, config.accelerate_config)
+
+    train_arms(config, train, resolve_model=resolve_model)
     results = eval_arms(config, lambda subject, suite, out: evaluate_arm(config, model_args, subject, suite, out))
     table = write_report(config, results)
     print(f"experiment: {len(config.arms)} arms trained and evaluated; table in {table}")
@@ -117,6 +128,6 @@ if __name__ == "__main__":
     args = cli.parse_args()
     try:
         main(args.config, args.overrides)
-    except (ValueError, HubError, SourceError, InterfaceError) as exc:  # ExperimentError included
+    except (ValueError, HubError, SourceError, InterfaceError, ArmFailed) as exc:  # ExperimentError included
         print(f"experiment.py: error: {exc}", file=sys.stderr)
         sys.exit(2)

@@ -18,12 +18,14 @@ from seal_hub.envs.suite import SUITES
 from seal_hub.experiment import (
     ARMS,
     ARMS_BY_NAME,
+    ArmFailed,
     ArmResult,
     ExperimentConfig,
     ExperimentError,
     SuiteUnavailable,
     eval_arms,
     experiment_tables,
+    launch_arm,
     open_manifest,
     train_arms,
 )
@@ -49,7 +51,11 @@ def recipe():
 
 def tiny_config(tmp_path: Path, **changes) -> Path:
     data = yaml.safe_load((CONFIGS / "experiment_tiny.yaml").read_text())
-    data |= {"base_config": str(CONFIGS / data["base_config"]), "output_dir": str(tmp_path / "exp")} | changes
+    data |= {
+        "base_config": str(CONFIGS / data["base_config"]),
+        "accelerate_config": str(CONFIGS / data["accelerate_config"]),
+        "output_dir": str(tmp_path / "exp"),
+    } | changes
     path = tmp_path / "experiment.yaml"
     path.write_text(yaml.safe_dump(data))
     return path
@@ -151,33 +157,96 @@ def test_trained_arms_are_skipped_and_an_interrupted_one_trains_again(tmp_path):
     config = ExperimentConfig.from_yaml(tiny_config(tmp_path))
     calls = []
 
-    def train(settings):
-        calls.append(Path(settings["output_dir"]).parent.name)
+    def train(arm, seed, settings):
+        assert Path(settings["output_dir"]) == config.run_dir(arm, seed) and settings["seed"] == seed
+        calls.append(arm.name)
         if len(calls) == 3:
             raise KeyboardInterrupt  # killed during the third arm
 
     with pytest.raises(KeyboardInterrupt):
-        train_arms(config, lambda s: (s,), train, log=lambda _: None)
+        train_arms(config, train, log=lambda _: None)
     assert calls == list(config.arms[:3])
+    assert not (config.run_dir(ARMS_BY_NAME[config.arms[2]], 0) / "arm.json").exists()  # not marked trained
     calls.clear()
-    trained = train_arms(config, lambda s: (s,), lambda s: calls.append(Path(s["output_dir"]).parent.name), log=print)
+    trained = train_arms(config, lambda arm, seed, settings: calls.append(arm.name), log=print)
     assert calls == list(config.arms[2:]) and [a.name for a, _ in trained] == calls
     calls.clear()
-    assert train_arms(config, lambda s: (s,), lambda s: calls.append(s), log=lambda _: None) == [] and calls == []
+    assert train_arms(config, lambda *run: calls.append(run), log=lambda _: None) == [] and calls == []
 
 
-def test_only_the_main_process_marks_arms_trained(tmp_path):
+def test_an_arm_whose_training_fails_is_not_marked_trained(tmp_path):
     config = ExperimentConfig.from_yaml(tiny_config(tmp_path, arms=["seal"]))
-    train_arms(config, lambda s: (s,), lambda s: None, is_main=False, log=lambda _: None)
+
+    def fail(arm, seed, settings):
+        raise ArmFailed("seal-seed-0: training exited with status 1")
+
+    with pytest.raises(ArmFailed):
+        train_arms(config, fail, log=lambda _: None)
     assert not (Path(config.output_dir) / "seal" / "seed-0" / "arm.json").exists()
 
 
 def test_arms_train_seed_by_seed(tmp_path):
     config = ExperimentConfig.from_yaml(tiny_config(tmp_path, arms=["vanilla", "seal"], seeds=[3, 5]))
     runs = []
-    train_arms(config, lambda s: (s,), lambda s: runs.append((Path(s["output_dir"]).parent.name, s["seed"])), log=str)
+    train_arms(config, lambda arm, seed, settings: runs.append((arm.name, settings["seed"])), log=str)
     assert runs == [("vanilla", 3), ("seal", 3), ("vanilla", 5), ("seal", 5)]
     assert json.loads((Path(config.output_dir) / "seal" / "seed-5" / "arm.json").read_text())["seed"] == 5
+
+
+def test_each_arm_is_its_own_accelerate_launch_of_the_packaged_recipe(tmp_path, monkeypatch):
+    """The command, the settings file it reads, and the environment: what a launcher set for the experiment's
+    own process (its rank, world size, rendezvous port) is not passed on to the arm's launch."""
+    launches = []
+    monkeypatch.setenv("WORLD_SIZE", "1")
+    monkeypatch.setenv("MASTER_PORT", "29500")
+    monkeypatch.setenv("ACCELERATE_MIXED_PRECISION", "bf16")
+    monkeypatch.setenv("ACCELERATE_LOG_LEVEL", "info")
+    monkeypatch.setenv("SEAL_HUB_CACHE", str(tmp_path / "cache"))
+    accelerate_config = CONFIGS.parent / "accelerate" / "cpu.yaml"
+    settings = {"output_dir": str(tmp_path / "exp" / "seal" / "seed-0"), "seed": 0, "max_steps": 1}
+    launch_arm(
+        "seal-seed-0",
+        settings,
+        tmp_path / "exp",
+        str(accelerate_config),
+        log=str,
+        run=lambda command, env: launches.append((command, env)) or 0,
+    )
+    [(command, env)] = launches
+    assert command[1:4] == ["-m", "accelerate.commands.launch", "--config_file"] and command[4] == str(
+        accelerate_config
+    )
+    assert command[5:] == [
+        "-m",
+        "seal_hub.scripts.seal",
+        "--config",
+        str(tmp_path / "exp" / "launch" / "seal-seed-0.yaml"),
+    ]
+    assert yaml.safe_load(Path(command[-1]).read_text()) == settings
+    assert "WORLD_SIZE" not in env and "MASTER_PORT" not in env and "ACCELERATE_MIXED_PRECISION" not in env
+    assert env["ACCELERATE_LOG_LEVEL"] == "info" and env["SEAL_HUB_CACHE"] == str(tmp_path / "cache")
+    with pytest.raises(ArmFailed, match=r"seal-seed-0: training exited with status 3 .*relaunch resumes"):
+        launch_arm("seal-seed-0", settings, tmp_path / "exp", None, log=str, run=lambda command, env: 3)
+    with pytest.raises(ArmFailed, match="accelerate_config .*nothing.yaml: no such file"):
+        launch_arm("seal-seed-0", settings, tmp_path / "exp", str(tmp_path / "nothing.yaml"), log=str)
+
+
+def test_accelerate_config_is_beside_the_yaml_or_from_the_working_directory(tmp_path, monkeypatch):
+    path = tiny_config(tmp_path, accelerate_config="../accelerate/cpu.yaml")
+    assert ExperimentConfig.from_yaml(path).accelerate_config == str(tmp_path / "../accelerate/cpu.yaml")
+    given = ExperimentConfig.from_yaml(path, {"accelerate_config": "recipes/accelerate/zero3.yaml"})
+    assert given.accelerate_config == "recipes/accelerate/zero3.yaml"
+    for shipped in EXPERIMENTS:  # every shipped experiment names a launch config that exists
+        assert Path(ExperimentConfig.from_yaml(shipped).accelerate_config).is_file(), shipped.name
+    # how the arms run is not what they compute: the plan (and so the manifest) does not record it
+    assert "accelerate_config" not in json.dumps(given.plan())
+
+
+def test_an_experiment_launched_as_several_processes_is_refused_with_the_command(tmp_path, monkeypatch):
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    with pytest.raises(ExperimentError, match=r"one process .* 2 processes.*python recipes/experiment.py"):
+        recipe().main(str(tiny_config(tmp_path)))
+    assert not (tmp_path / "exp" / "manifest.json").exists()
 
 
 def test_finished_evaluations_are_kept_and_a_missing_suite_is_noted(tmp_path):
@@ -258,13 +327,15 @@ def test_the_table_gives_each_setting_its_mean_and_interval_over_seeds(tmp_path)
     assert mean_interval([5.0]).half_width is None and mean_interval([1.0, 3.0]).text(2) == "2.00 ± 12.71"
 
 
-def test_two_arms_train_evaluate_and_report_through_the_recipe(tmp_path, monkeypatch, capsys):
-    """The default suite's end-to-end check: the recipe, the trainer, the evaluation and the report, small."""
+def test_two_arms_train_evaluate_and_report_through_the_recipe(tmp_path, monkeypatch, capfd):
+    """The default suite's end-to-end check: each arm's own `accelerate launch` of the recipe, the trainer, the
+    evaluation and the report, small (the arms' output comes from their processes: `capfd`)."""
     monkeypatch.setenv("SEAL_HUB_CACHE", str(tmp_path / "cache"))
     path = tiny_config(tmp_path, arms=["vanilla", "seal"], evaluate_base=False, eval_suites=["bfcl"], eval_limit=1)
     table = recipe().main(str(path))
-    out = capsys.readouterr().out
+    out = capfd.readouterr().out
     assert out.strip().splitlines()[-1] == f"experiment: 2 arms trained and evaluated; table in {table}"
+    assert out.count("accelerate.commands.launch --config_file") == 2  # one launch per arm
     manifest = json.loads((tmp_path / "exp" / "manifest.json").read_text())
     assert [a["name"] for a in manifest["arms"]] == ["vanilla", "seal"] and manifest["budget"]["max_steps"] == 1
     for name in ("vanilla", "seal"):
@@ -284,11 +355,11 @@ def test_two_arms_train_evaluate_and_report_through_the_recipe(tmp_path, monkeyp
 
 
 @pytest.mark.slow
-def test_the_tiny_experiment_runs_end_to_end_and_resumes(tmp_path, monkeypatch, capsys):
+def test_the_tiny_experiment_runs_end_to_end_and_resumes(tmp_path, monkeypatch, capfd):
     monkeypatch.setenv("SEAL_HUB_CACHE", str(tmp_path / "cache"))
     path = tiny_config(tmp_path)
     table = recipe().main(str(path))
-    out = capsys.readouterr().out.strip().splitlines()
+    out = capfd.readouterr().out.strip().splitlines()
     config = ExperimentConfig.from_yaml(path)
     assert out[-1] == f"experiment: {len(ARMS)} arms trained and evaluated; table in {table}"
     root = Path(config.output_dir)
@@ -301,7 +372,7 @@ def test_the_tiny_experiment_runs_end_to_end_and_resumes(tmp_path, monkeypatch, 
     assert all(f"| {arm.label} |" in text for arm in ARMS)
     assert (table.parent / "report.md").exists() and list(table.parent.glob("*.png"))
     recipe().main(str(path))  # the relaunch trains and evaluates nothing
-    again = capsys.readouterr().out
+    again = capfd.readouterr().out
     assert again.count("already trained: skipped") == len(ARMS) and "experiment: evaluating" not in again
 
 
@@ -313,20 +384,57 @@ def test_a_missing_base_config_is_one_line_naming_it(tmp_path):
 
 
 @pytest.mark.slow
-def test_two_processes_train_every_arm_and_only_rank_0_evaluates(tmp_path):
-    """torchrun stands in for `accelerate launch` with two CPU processes (see test_trainer_distributed.py)."""
-    path = tiny_config(tmp_path, arms=["vanilla", "seal"], evaluate_base=False, eval_suites=["bfcl"], eval_limit=1)
+def test_an_arm_trains_in_two_processes_under_its_accelerate_config_and_the_experiment_evaluates(tmp_path):
+    """Each arm's own `accelerate launch` with two CPU processes (gloo), the experiment itself one process.
+
+    accelerate 1.15 starts several local processes only through its torchrun launcher (`MULTI_GPU`; its
+    `MULTI_CPU` launch runs one process unless mpirun is given a host file), and the recipe's `use_cpu: true`
+    makes those processes gloo ranks on the CPU."""
+    launch = tmp_path / "two_processes.yaml"
+    launch.write_text(
+        yaml.safe_dump(
+            {
+                "compute_environment": "LOCAL_MACHINE",
+                "distributed_type": "MULTI_GPU",
+                "num_machines": 1,
+                "num_processes": 2,
+                "mixed_precision": "no",
+                "main_process_port": 29617,
+            }
+        )
+    )
+    base = yaml.safe_load((CONFIGS / "experiment_tiny.yaml").read_text())["base"]
+    path = tiny_config(
+        tmp_path,
+        arms=["vanilla", "seal"],
+        evaluate_base=False,
+        eval_suites=["bfcl"],
+        eval_limit=1,
+        accelerate_config=str(launch),
+        base=base | {"num_train_tasks": 4},  # two ranks draw 2 x 2 distinct prompts per generation batch
+    )
     env = os.environ | {"OMP_NUM_THREADS": "1", "SEAL_HUB_CACHE": str(tmp_path / "cache")}
     script = ROOT / "recipes" / "experiment.py"
-    command = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", str(script)]
     result = subprocess.run(
-        [*command, "--config", str(path)], capture_output=True, text=True, timeout=900, env=env, cwd=tmp_path
+        [sys.executable, str(script), "--config", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=1500,
+        env=env,
+        cwd=tmp_path,
     )
     assert result.returncode == 0, result.stderr[-3000:]
     lines = [line for line in result.stdout.splitlines() if line.startswith("experiment: ")]
-    assert sum(line.startswith("experiment: training arm") for line in lines) == 4  # both ranks train both arms
-    assert sum(line.startswith("experiment: evaluating") for line in lines) == 3  # rank 0 alone: warm-up, 2 arms
+    assert sum(line.startswith("experiment: training arm") for line in lines) == 2
+    assert sum("accelerate.commands.launch --config_file" in line for line in lines) == 2
+    assert sum(line.startswith("experiment: evaluating") for line in lines) == 3  # warm-up, 2 arms
     assert lines[-1].startswith("experiment: 2 arms trained and evaluated; table in ")
     for name in ("vanilla", "seal"):
         assert json.loads((tmp_path / "exp" / name / "seed-0" / "arm.json").read_text())["trained"] is True
         assert (tmp_path / "exp" / name / "seed-0" / "eval" / "bfcl" / "results.json").exists()
+        settings = yaml.safe_load((tmp_path / "exp" / "launch" / f"{name}-seed-0.yaml").read_text())
+        metrics = json.loads(
+            (tmp_path / "exp" / name / "seed-0" / "iterations" / "step_000001" / "metrics.json").read_text()
+        )
+        # the step's record holds both processes' rollouts: two per-device batches
+        assert metrics["label_profile"]["rollouts"] == 2 * settings["per_device_train_batch_size"]

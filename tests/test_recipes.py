@@ -247,3 +247,16 @@ def test_vllm_settings_seals_rollouts_cannot_run_under_are_refused_with_why(sett
     fine = {"use_vllm": True, "vllm_mode": "colocate", "use_cpu": True, "bf16": False, "output_dir": str(tmp_path)}
     with pytest.raises(ValueError, match=reason):
         SealConfig(**(fine | setting))
+
+
+def test_fewer_training_tasks_than_one_generation_batch_draws_is_refused_with_the_numbers(tmp_path):
+    """TRL's sampler drops an incomplete generation batch: 1 task for a batch of 2 prompts would train nothing."""
+    from seal_hub.scripts.seal import TooFewTasksError, check_enough_tasks
+    from seal_hub.training import SealConfig
+
+    config = SealConfig(
+        output_dir=str(tmp_path), use_cpu=True, per_device_train_batch_size=8, num_generations=4, report_to=[]
+    )
+    check_enough_tasks(2, config)  # 8 rollouts / 4 generations = 2 prompts per generation batch
+    with pytest.raises(TooFewTasksError, match=r"1 training task\(s\), but one generation batch takes 2 distinct"):
+        check_enough_tasks(1, config)

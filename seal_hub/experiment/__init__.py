@@ -11,11 +11,12 @@ interval over the seeds.
 
 Resumable per arm: an arm whose `arm.json` says trained is skipped, an interrupted one is relaunched into its
 run directory (the recipe resumes from its last checkpoint), and evaluations resume through
-`seal_hub.evaluation.run_evaluation` (a finished one is read back, not rerun). Under several processes every
-process trains, then only the main process evaluates and reports (the others return, so no barrier waits
-through a long evaluation).
+`seal_hub.evaluation.run_evaluation` (a finished one is read back, not rerun). The experiment is one process:
+each arm trains in its own `accelerate launch` of the recipe (`launch`: under the experiment's
+`accelerate_config`, several processes or DeepSpeed there), so an arm's GPU memory is given back when it ends;
+then the experiment evaluates and reports in its own process.
 
-Not covered: the training itself (the caller passes `seal_hub.scripts.seal.main`), the tables and figures of
+Not covered: the training itself (`seal_hub.scripts.seal`, launched per arm), the tables and figures of
 `seal-hub report` (reused as they are), the paper's OOD suites that need the live web or an LLM user.
 """
 
@@ -29,6 +30,7 @@ from seal_hub.experiment.config import (
     ExperimentError,
     open_manifest,
 )
+from seal_hub.experiment.launch import ArmFailed, launch_arm, launched_processes
 from seal_hub.experiment.run import ArmResult, SuiteUnavailable, eval_arms, evaluate_arm, train_arms
 from seal_hub.experiment.tables import experiment_tables, write_report
 
@@ -38,6 +40,7 @@ __all__ = [
     "BUDGET_KEYS",
     "SEED_KEYS",
     "Arm",
+    "ArmFailed",
     "ArmResult",
     "ExperimentConfig",
     "ExperimentError",
@@ -45,6 +48,8 @@ __all__ = [
     "eval_arms",
     "evaluate_arm",
     "experiment_tables",
+    "launch_arm",
+    "launched_processes",
     "open_manifest",
     "train_arms",
     "write_report",

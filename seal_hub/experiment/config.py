@@ -6,7 +6,8 @@ initialisation), into `output_dir/ARM/seed-K`. When the base config has an SFT w
 starts from the same one (`output_dir/warmup/seed-K`, trained by the first arm that needs it, loaded by the
 others: the recipe's `sft_warmup_dir`), so the arms differ only in what their RL phase does. `open_manifest`
 records the plan (arms, overrides, budget, seeds, evaluation) and refuses an output directory that holds
-another plan. Not covered: running arms (`seal_hub.experiment.run`), tables (`seal_hub.experiment.tables`).
+another plan. Not covered: running arms (`seal_hub.experiment.run`, each in its own `accelerate launch`:
+`seal_hub.experiment.launch`), tables (`seal_hub.experiment.tables`).
 """
 
 from __future__ import annotations
@@ -97,6 +98,14 @@ class ExperimentConfig:
     eval_max_new_tokens: int = field(default=512, metadata={"help": "Tokens per model step at evaluation."})
     eval_max_context_tokens: int = field(default=8192, metadata={"help": "Longest evaluated episode, in tokens."})
     eval_max_live_episodes: int = field(default=16, metadata={"help": "Episodes generated together at evaluation."})
+    accelerate_config: str | None = field(
+        default=None,
+        metadata={
+            "help": "The `accelerate launch --config_file` each arm's training runs under (relative: to this file; "
+            "on the command line: to the working directory); unset: accelerate's default configuration. How the "
+            "arms run, not what they compute: not part of the manifest's plan."
+        },
+    )
 
     def __post_init__(self) -> None:
         unknown = [a for a in self.arms if a not in ARMS_BY_NAME]
@@ -138,6 +147,10 @@ class ExperimentConfig:
             raise ExperimentError(f"{path}: unknown key(s) {extra}; the fields are {sorted(known)}")
         base_config = Path(data.get("base_config", ""))
         data["base_config"] = str(base_config if base_config.is_absolute() else path.parent / base_config)
+        if data.get("accelerate_config"):  # a file named in the YAML is beside it; one on the command line, here
+            launch = Path(data["accelerate_config"])
+            beside = "accelerate_config" not in (overrides or {})
+            data["accelerate_config"] = str(launch if launch.is_absolute() or not beside else path.parent / launch)
         for key in ("arms", "eval_suites", "seeds", "eval_categories"):
             if data.get(key) is not None:
                 data[key] = tuple(data[key]) if isinstance(data[key], list | tuple) else (data[key],)

@@ -1,5 +1,5 @@
-"""Training every arm of every seed (all processes) and evaluating every setting (main process), resumably: the
-base model once, each seed's shared warm-up, each arm's final weights (`subjects`).
+"""Training every arm of every seed (each in its own launch) and evaluating every setting (in this process),
+resumably: the base model once, each seed's shared warm-up, each arm's final weights (`subjects`).
 
 Not covered: what an arm is (`seal_hub.experiment.config`), the training loop (the recipe's `main`, passed in).
 """
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import gc
 import hashlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -85,28 +85,24 @@ class ArmResult:
 
 def train_arms(
     config: ExperimentConfig,
-    parse: Callable[[dict[str, Any]], Sequence[Any]],
-    train: Callable[..., None],
-    is_main: bool = True,
-    barrier: Callable[[], None] = lambda: None,
+    train: Callable[[Arm, int, dict[str, Any]], None],
     log: Callable[[str], None] = print,
+    resolve_model: Callable[[str], str] = str,
 ) -> list[tuple[Arm, int]]:
-    """Train every arm of every seed not yet trained (all processes take part), seed by seed (so a partial
-    experiment has whole seeds); returns the (arm, seed) runs that trained now."""
+    """Train every arm of every seed not yet trained, seed by seed (so a partial experiment has whole seeds):
+    `train(arm, seed, settings)` runs one (`launch.launch_arm` in the recipe: its own `accelerate launch`), and
+    the arm is marked trained when it returns. Returns the (arm, seed) runs that trained now."""
     trained = []
     for seed in config.seeds:
         for name in config.arms:
             arm = ARMS_BY_NAME[name]
-            barrier()
             if arm_trained(config, arm, seed):
                 log(f"experiment: arm {arm.name} seed {seed} ({arm.label}) already trained: skipped")
                 continue
             log(f"experiment: training arm {arm.name} seed {seed} ({arm.label})")
-            train(*parse(config.arm_settings(arm, seed)))
+            train(arm, seed, config.arm_settings(arm, seed, resolve_model))
             free_memory()
-            barrier()
-            if is_main:
-                mark_trained(config, arm, seed)
+            mark_trained(config, arm, seed)
             trained.append((arm, seed))
     return trained
 

@@ -177,6 +177,24 @@ def training_tasks(suite: Suite, args: SealScriptArguments):
     return tasks[: args.num_train_tasks] if args.num_train_tasks else tasks
 
 
+class TooFewTasksError(ValueError):
+    """Fewer training tasks than one generation batch draws: TRL's sampler would yield no batch at all."""
+
+
+def check_enough_tasks(count: int, config: SealConfig) -> None:
+    """TRL's `RepeatSampler` draws `generation_batch_size / num_generations` distinct prompts per generation batch
+    and drops an incomplete one, so fewer tasks than that would train nothing (transformers stops at step 0 and
+    says only that the epoch has no sample); refused here with the numbers instead."""
+    needed = config.generation_batch_size // config.num_generations
+    if count < needed:
+        raise TooFewTasksError(
+            f"{count} training task(s), but one generation batch takes {needed} distinct prompts "
+            f"(per_device_train_batch_size {config.per_device_train_batch_size} x {config.world_size} process(es) x "
+            f"{config.steps_per_generation} step(s) per generation / num_generations {config.num_generations}): "
+            "nothing would train. Raise num_train_tasks, or lower per_device_train_batch_size"
+        )
+
+
 def held_out_plan(suite: Suite, args: SealScriptArguments, config: SealConfig) -> HeldOutPlan:
     """The held-out tasks and protocol every stage of the comparison uses (the trainer's eval_every_steps too)."""
     tasks = held_out_tasks(suite, task_split(suite, args).test, config.eval_tasks, args.categories)
@@ -218,6 +236,7 @@ def main(script_args: SealScriptArguments, training_args: SealConfig, model_args
     use_cpu_cores()
     suite = load_suite(script_args.suite)
     tasks = training_tasks(suite, script_args)
+    check_enough_tasks(len(tasks), training_args)
     with PartialState().main_process_first():  # resolved once, recorded in output_dir/sources.json; relaunch reuses
         _, environment, adapter = run_sources(
             training_args.output_dir, interface=script_args.interface, adapter=script_args.init_adapter
@@ -403,7 +422,15 @@ def run(argv: Sequence[str] | None = None, prog: str = "seal-hub train") -> int:
         return 2
     try:
         main(*args)
-    except (HubError, SourceError, InterfaceError, SuiteError, SplitError, WarmupMismatchError) as exc:  # to fix
+    except (
+        HubError,
+        SourceError,
+        InterfaceError,
+        SuiteError,
+        SplitError,
+        WarmupMismatchError,
+        TooFewTasksError,
+    ) as exc:
         print(f"{prog}: error: {exc}", file=sys.stderr)
         return 2
     return 0
