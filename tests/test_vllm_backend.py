@@ -1,4 +1,4 @@
-"""The vLLM backend on a GPU (marked `gpu`: deselected by default; needs `pip install vllm` and CUDA)."""
+"""The vLLM backend on a GPU (marked `gpu`: deselected by default; needs the vllm extra and CUDA)."""
 
 from __future__ import annotations
 
@@ -57,7 +57,7 @@ def test_vllm_backend_without_vllm_says_how_to_install():
         pass
     else:
         pytest.skip("vllm is installed here")
-    with pytest.raises(ImportError, match="pip install vllm"):
+    with pytest.raises(ImportError, match=r"uv pip install -e \"\.\[vllm\]\" --override"):
         VLLMBackend("any", [0])
 
 

@@ -19,7 +19,10 @@ from typing import Any
 
 from seal_hub.rollout.backend import Generation, GenerationRequest, SamplingConfig
 
-VLLM_INSTALL = "pip install vllm (on a machine with a CUDA GPU)"
+VLLM_INSTALL = (
+    'uv pip install -e ".[vllm]" --override recipes/install/vllm-overrides.txt, on a machine with a CUDA GPU '
+    '(README, "GPU installs": pip alone cannot resolve vLLM beside bfcl-eval\'s numpy pin)'
+)
 
 
 class VLLMBackend:
