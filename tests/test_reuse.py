@@ -174,7 +174,7 @@ def test_the_recipe_refuses_a_missing_version_in_one_line_before_loading_anythin
     flags = [f"{SRC_ENV}@v9" if flag == f"{SRC_ENV}@v1" else flag for flag in recipe_flags(models["base"], tmp_path)]
     env = os.environ | {"TRL_EXPERIMENTAL_SILENCE": "1"}
     done = subprocess.run(
-        [sys.executable, str(Path(recipe_module().__file__)), *flags],
+        [sys.executable, str(Path(recipe_module().__file__)), "--config", str(LOOP), *flags],
         capture_output=True,
         text=True,
         env=env,
