@@ -21,7 +21,9 @@ attention over two key blocks merged by their log-sum-exp, not done here). Sampl
 own logits warpers in `model.generate`'s order (`sampling.py`), so it draws from the distribution the reference
 backend (`reference.py`) draws from; greedy decoding matches it token for token. The draw runs on the model's
 device (a generator there), and a decode step moves its inputs and positions to the device in one copy and its
-tokens and log-probs back in one (positions are kept as Python ints): one host sync per step.
+tokens and log-probs back in one (positions are kept as Python ints): one copy back per step. On CUDA the step's
+timings synchronise at their boundaries; only the one before sampling waits for work (the forward, which the copy
+back would wait for anyway).
 
 With `synced` (several ranks whose forwards are collectives, `seal_hub.rollout.synced`), every forward first joins
 the ranks' "any work left" all-reduce, and `finish` runs dummy forwards until every rank's rollouts are done.
