@@ -6,13 +6,15 @@ and accelerate 1.15 starts the two processes with its DeepSpeed launcher (torchr
 code path with the parameters really partitioned: each rank's checkpoint holds its own shard
 (`global_stepN/zero_pp_rank_R_*`). Checked, with the parameters gathered for generation (the default) and left
 sharded (`ds3_gather_for_generation: false`, the ranks' forwards in step): both ranks' rollouts in every iteration
-record, a checkpoint per step, a relaunch with a larger `max_steps` that resumes from the last one without
-touching what the first launch wrote, and each registry version published once.
+record, a held-out evaluation during training (every rank generates, the main one writes it), a checkpoint per
+step, a relaunch with a larger `max_steps` that resumes from the last one without touching what the first launch
+wrote, and each registry version published once.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import subprocess
 import sys
@@ -64,8 +66,10 @@ def test_zero3_trains_seal_in_two_processes_checkpoints_and_resumes(tmp_path, ga
     out, registry = tmp_path / "run", tmp_path / "registry"
     flags = [] if gather else ["--ds3_gather_for_generation", "false"]
 
-    first = launch(config, model, out, registry, 1, *flags)
+    first = launch(config, model, out, registry, 1, *flags, "--eval_every_steps", "1", "--eval_tasks", "2")
     assert first.returncode == 0, first.stderr[-3000:]
+    # the held-out evaluation after the step: every rank generates (ZeRO-3's forwards need all), the main one writes
+    assert json.loads((out / "held_out" / "step_000001.json").read_text())["num_tasks"] == 2
     shards = sorted(p.name for p in (out / "checkpoint-1" / "global_step1").glob("zero_pp_rank_*_optim_states.pt"))
     assert shards == ["zero_pp_rank_0_mp_rank_00_optim_states.pt", "zero_pp_rank_1_mp_rank_00_optim_states.pt"]
     step_one = digests(out / "iterations" / "step_000001")
