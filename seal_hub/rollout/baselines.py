@@ -22,21 +22,13 @@ from collections.abc import Iterable
 import torch
 
 from seal_hub.rollout.backend import Generation, GenerationRequest, SamplingConfig
+from seal_hub.rollout.reference import SequentialBackend
 from seal_hub.rollout.sampling import generate_kwargs
 
 
-class PaddedGenerateBackend:
-    """One `model.generate` call per engine call, over all its requests left-padded (no cache between calls)."""
-
-    def __init__(self, model, eos_token_ids: Iterable[int], pad_token_id: int = 0, seed: int = 0) -> None:
-        self.model = model
-        self.eos_token_ids = sorted({int(i) for i in eos_token_ids})
-        self.pad_token_id = pad_token_id
-        self.seed = seed
-        self._calls = 0
-
-    def release(self, session: str) -> None:
-        """Nothing is cached."""
+class PaddedGenerateBackend(SequentialBackend):
+    """One `model.generate` call per engine call, over all its requests left-padded (no cache between calls): the
+    reference backend's settings and seeding, its requests batched."""
 
     @torch.no_grad()
     def generate(self, requests: list[GenerationRequest], sampling: SamplingConfig) -> list[Generation]:
