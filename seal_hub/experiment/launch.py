@@ -76,11 +76,10 @@ def arm_command(settings_file: Path, accelerate_config: str | None) -> list[str]
 
 def write_settings(output_dir: str | Path, name: str, settings: dict[str, Any]) -> Path:
     """The arm's recipe settings as a YAML config, ``OUTPUT_DIR/launch/NAME.yaml`` (rewritten at each launch)."""
+    from seal_hub.evaluation.store import write_atomic
+
     path = Path(output_dir) / LAUNCH_DIR / f"{name}.yaml"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(path.name + ".partial")
-    partial.write_text(yaml.safe_dump(settings, sort_keys=True), encoding="utf-8")
-    partial.replace(path)
+    write_atomic(path, yaml.safe_dump(settings, sort_keys=True))
     return path
 
 
