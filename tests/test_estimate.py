@@ -206,6 +206,7 @@ def test_rollout_kv_cache_is_episodes_times_context_times_kv_bytes(plan_7b_qlora
     assert kv.bytes == 5 * 300 * per_token
     vllm = dataclasses.replace(plan, use_vllm=True, vllm_gpu_memory_utilization=0.25, card_gb=40)
     assert rollout(shape, vllm)[0].bytes == pytest.approx(0.25 * 40 * GB)
+    assert rollout(shape, dataclasses.replace(vllm, vllm_server=True)) == []  # server mode: the server's GPUs
 
 
 def test_checkpointing_keeps_layer_inputs_not_every_layer(plan_7b_qlora):

@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # the multi-turn loop at a plumbing test's size (the demo trains bfcl-single and evaluates 300 episodes)
 LOOP = ROOT / "tests" / "configs" / "loop_cpu.yaml"
 CONFIGS = sorted(p for p in (ROOT / "recipes" / "configs").glob("*.yaml") if not p.name.startswith("experiment_"))
-GPU_CONFIGS = {"qwen2.5-3b-lora.yaml", "qwen2.5-7b-qlora.yaml", "paper_full_ft.yaml"}
+GPU_CONFIGS = {"qwen2.5-3b-lora.yaml", "qwen2.5-7b-qlora.yaml", "paper_full_ft.yaml", "qwen2.5-7b-full-server.yaml"}
 
 
 def recipe_module():
@@ -42,7 +42,7 @@ def parse(config: Path, *flags: str, gpu: bool = False, monkeypatch=None):
 
 def test_the_expected_configs_exist():
     assert {p.name for p in CONFIGS} == {"demo_cpu.yaml"} | GPU_CONFIGS
-    for name in ("single_gpu", "cpu", "multi_gpu", "zero2", "zero3"):
+    for name in ("single_gpu", "cpu", "multi_gpu", "zero2", "zero3", "zero3_multinode"):
         config = yaml.safe_load((ROOT / "recipes" / "accelerate" / f"{name}.yaml").read_text())
         assert config["num_processes"] >= 1 and "distributed_type" in config
 

@@ -24,7 +24,8 @@ formula it uses in its note; the facts behind the formulas (TRL 1.16, PEFT 0.21,
   hidden states, fp32 gradient buffers of the hidden states (and of the head when it trains), and, without
   Triton (CPU), a few fp32 temporaries of the tile;
 - rollout: the batched engine's KV rows (``max_live_episodes x max_context_tokens x`` KV bytes per token) plus
-  its prefix store, or vLLM's fraction of the card (``vllm_gpu_memory_utilization``).
+  its prefix store, or vLLM's fraction of the card (``vllm_gpu_memory_utilization``); nothing with
+  ``vllm_mode: server`` (generation runs on the server's GPUs, which the estimate does not cover).
 
 Not covered: the CUDA context and allocator fragmentation (a fixed `RUNTIME_OVERHEAD_GB` on GPU plans), the
 no-grad old/reference log-prob passes (smaller than the update's), attention without SDPA (eager builds
@@ -243,6 +244,8 @@ def logprob_head(shape: ModelShape, plan: TrainingPlan) -> list[Part]:
 
 
 def rollout(shape: ModelShape, plan: TrainingPlan) -> list[Part]:
+    if plan.use_vllm and plan.vllm_server:
+        return []  # generated on the server's GPUs, not the training GPUs
     if plan.use_vllm:
         share = plan.vllm_gpu_memory_utilization * plan.card_gb * GB
         phase = "rollout" if plan.vllm_sleep else "persistent"

@@ -70,6 +70,7 @@ class TrainingPlan:
     use_vllm: bool
     vllm_gpu_memory_utilization: float
     vllm_sleep: bool
+    vllm_server: bool  # vllm_mode 'server': no vLLM memory on the training GPUs
     cast_lm_head_to_fp32: bool
     launch: LaunchPlan = field(default_factory=LaunchPlan)
     card_gb: float = DEFAULT_CARD_GB
@@ -254,6 +255,7 @@ def load_plan(
             use_vllm=bool(settings.get("use_vllm")),
             vllm_gpu_memory_utilization=float(settings["vllm_gpu_memory_utilization"]),
             vllm_sleep=bool(settings.get("vllm_enable_sleep_mode")),
+            vllm_server=settings.get("vllm_mode") == "server",
             cast_lm_head_to_fp32=bool(settings.get("cast_lm_head_to_fp32")),
             launch=launch,
             card_gb=card,
