@@ -116,6 +116,65 @@ def test_paper_rows_match_our_evaluations_by_model():
     assert paper.for_model("/models/qwen2.5-3b-instruct/") and not paper.for_model("tiny")
 
 
+def test_an_experiment_plot_has_one_bar_per_setting_with_the_tables_mean_and_interval(tmp_path):
+    from matplotlib.container import BarContainer, ErrorbarContainer
+
+    from seal_hub.experiment import ARMS_BY_NAME
+    from seal_hub.experiment.run import BASE, ArmResult, Subject
+    from seal_hub.experiment.tables import seeds_table, setting_series
+    from seal_hub.report.eval_plots import eval_figure
+
+    passed = {  # per seed: the four categories' passed of 100 (success rate in percent)
+        "vanilla": [(20, 10, 12, 8), (30, 14, 12, 8), (40, 6, 12, 8)],
+        "seal": [(30, 20, 12, 8), (32, 22, 12, 8), (46, 18, 12, 8)],
+    }
+    results = [ArmResult(BASE, {"bfcl": write_eval(tmp_path / "base", passed=(10, 5, 5, 4))})]
+    for name, seeds in passed.items():
+        arm = ARMS_BY_NAME[name]
+        for seed, counts in enumerate(seeds):
+            evaluation = write_eval(tmp_path / name / str(seed), passed=counts)
+            results.append(ArmResult(Subject(arm.label, f"{name}/seed-{seed}", arm, seed), {"bfcl": evaluation}))
+    series = setting_series(results, "bfcl")
+    assert [(s.name, s.runs) for s in series] == [("base", 1), ("vanilla RL", 3), ("SEAL", 3)]
+    base, vanilla, seal = series
+    # vanilla's first category over seeds: 20, 30, 40: mean 30, sd 10, half-width t(0.975, 2) 4.303 * 10 / sqrt(3)
+    assert vanilla.per_category["base"].mean == pytest.approx(30.0)
+    assert vanilla.per_category["base"].half_width == pytest.approx(4.303 * 10 / 3**0.5)
+    assert vanilla.per_category["long_context"].half_width == 0.0  # equal over seeds: a zero-width interval
+    assert base.average.mean == pytest.approx(6.0) and base.average.half_width is None  # one run: none
+    # the average's interval is the one the experiment's table prints
+    table = "\n".join(seeds_table(results, "bfcl"))
+    for s in series:
+        assert f"| {s.name} | {'0, 1, 2' if s.runs > 1 else '-'} | {s.average} |" in table
+
+    fig = eval_figure("bfcl", series)
+    categories, averages = (sub.axes[0] for sub in fig.subfigs)
+    bars = [c for c in categories.containers if isinstance(c, BarContainer)]
+    assert [c.get_label() for c in bars] == ["base", "vanilla RL", "SEAL"]  # one bar per setting per category
+    for container, s in zip(bars, series, strict=True):
+        assert len(container) == 4
+        assert [r.get_height() for r in container] == pytest.approx([v.mean for v in s.per_category.values()])
+    assert len({tuple(c[0].get_facecolor()) for c in bars}) == 3  # a colour each
+    whiskers = [c for c in categories.containers if isinstance(c, ErrorbarContainer)]
+    assert len(whiskers) == 2  # the base model's single run has none
+    segments = whiskers[0].lines[2][0].get_segments()  # vanilla RL's, category by category
+    first = vanilla.per_category["base"]
+    assert segments[0][:, 1] == pytest.approx([first.mean - first.half_width, first.mean + first.half_width])
+    (average_bars,) = [c for c in averages.containers if isinstance(c, BarContainer)]
+    assert [r.get_width() for r in average_bars] == pytest.approx([s.average.mean for s in series])
+    texts = [t.get_text() for t in averages.texts]
+    assert texts[0] == "6.00" and texts[2] == f"{seal.average.mean:.2f} ± {seal.average.half_width:.2f}  (3 seeds)"
+    assert [t.get_text() for t in averages.get_yticklabels()] == ["base", "vanilla RL", "SEAL"]
+
+    report = build_report(
+        [(f"{r.label} {i}", path) for i, r in enumerate(results) for path in r.evals.values()],
+        tmp_path / "out",
+        {"bfcl": series},
+    )
+    assert "eval_bfcl.png" in {p.name for p in report.plots}
+    assert "each setting's mean over seeds, whiskers: 95% interval" in report.path.read_text()
+
+
 @pytest.mark.parametrize(
     ("switches", "expected"),
     [

@@ -1,6 +1,7 @@
 """The experiment's page: every setting's mean and 95% interval over seeds (and per category), SEAL minus
 vanilla paired by seed, on bfcl the paper's Table 1 and ablation table with its numbers beside ours, OOD suites,
-and `seal-hub report`'s plots of every run's training and evaluations.
+and `seal-hub report`'s plots of every run's training and, one bar per setting with the tables' means and
+intervals (`setting_series`), of the evaluations.
 
 Not covered: drawing (`seal_hub.report`), the paper's numbers themselves (`seal_hub.report.paper`, package data).
 """
@@ -10,11 +11,14 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from seal_hub.experiment.config import ARMS, MANIFEST, REPORT_DIR, TABLE_FILE, ExperimentConfig
-from seal_hub.experiment.intervals import mean_interval
+from seal_hub.experiment.intervals import MeanInterval, mean_interval
 from seal_hub.experiment.run import ArmResult, model_id_of
+
+if TYPE_CHECKING:
+    from seal_hub.report.eval_plots import EvalSeries
 
 
 def _scores(path: Path | None) -> dict[str, Any] | None:
@@ -23,7 +27,13 @@ def _scores(path: Path | None) -> dict[str, Any] | None:
     if path is None or not (path / RESULTS_JSON).exists():
         return None
     results = json.loads((path / RESULTS_JSON).read_text(encoding="utf-8"))
-    return {"average": results["scores"]["average"], "num_tasks": results["num_tasks"], **results["scores"]}
+    model = (results.get("model") or {}).get("id")
+    return {
+        "average": results["scores"]["average"],
+        "num_tasks": results["num_tasks"],
+        "model": model,
+        **results["scores"],
+    }
 
 
 def _by_label(results: Sequence[ArmResult], suite: str) -> dict[str, list[tuple[int | None, dict[str, Any]]]]:
@@ -34,6 +44,30 @@ def _by_label(results: Sequence[ArmResult], suite: str) -> dict[str, list[tuple[
         if scores is not None:
             grouped.setdefault(r.label, []).append((r.subject.seed, scores))
     return grouped
+
+
+def _intervals(runs: list[tuple[int | None, dict[str, Any]]]) -> tuple[dict[str, MeanInterval], MeanInterval]:
+    """One setting's per-category means and 95% intervals over its runs (each category over the runs that
+    scored it, in the results' order), and its average's."""
+    categories = dict.fromkeys(c for _, s in runs for c in s["per_category"])
+    per_category = {
+        c: mean_interval([s["per_category"][c]["success_rate"] for _, s in runs if c in s["per_category"]])
+        for c in categories
+    }
+    return per_category, mean_interval([s["average"] for _, s in runs])
+
+
+def setting_series(results: Sequence[ArmResult], suite: str) -> list[EvalSeries]:
+    """Every setting on `suite` as one series of the report's evaluation figure: the table's means and intervals."""
+    from seal_hub.report.eval_plots import EvalSeries
+
+    series = []
+    for label, runs in _by_label(results, suite).items():
+        per_category, average = _intervals(runs)
+        model = next((s["model"] for _, s in runs if s["model"]), None)
+        tasks = tuple(s["num_tasks"] for _, s in runs)
+        series.append(EvalSeries(label, per_category, average, len(runs), model, tasks))
+    return series
 
 
 def _cell(runs: list[tuple[int | None, dict[str, Any]]] | None) -> str:
@@ -54,15 +88,10 @@ def seeds_table(results: Sequence[ArmResult], suite: str) -> list[str]:
     rows = []
     for label, runs in grouped.items():
         seeds = ", ".join(str(seed) for seed, _ in runs if seed is not None) or "-"
-        per_category = [
-            mean_interval([s["per_category"][c]["success_rate"] for _, s in runs if c in s["per_category"]])
-            if any(c in s["per_category"] for _, s in runs)
-            else None
-            for c in categories
-        ]
+        per_category, average = _intervals(runs)
         rows.append(
-            [label, seeds, str(mean_interval([s["average"] for _, s in runs]))]
-            + ["" if m is None else f"{m.mean:.1f}" for m in per_category]
+            [label, seeds, str(average)]
+            + [f"{per_category[c].mean:.1f}" if c in per_category else "" for c in categories]
         )
     tasks = sorted({s["num_tasks"] for runs in grouped.values() for _, s in runs})
     lines = [
@@ -160,7 +189,7 @@ def write_report(config: ExperimentConfig, results: Sequence[ArmResult]) -> Path
             (f"{r.label}{seed}" if suite == main_suite else f"{r.label}{seed} · {suite}", path)
             for suite, path in r.evals.items()
         ]
-    report = build_report(sources, out)
+    report = build_report(sources, out, {suite: setting_series(results, suite) for suite in config.eval_suites})
     table = out / TABLE_FILE
     manifest = json.loads((Path(config.output_dir) / MANIFEST).read_text(encoding="utf-8"))
     lines = [

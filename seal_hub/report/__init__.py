@@ -1,7 +1,7 @@
 """Reports of SEAL runs and evaluations: `report.md` and PNG figures (`seal-hub report`).
 
-`sources` reads run and evaluation directories, `naming` names them, `tables` and `plots` draw them, `paper`
-holds the paper's published numbers (package data), `build` puts a report together.
+`sources` reads run and evaluation directories, `naming` names them, `tables`, `plots` and `eval_plots` draw
+them, `paper` holds the paper's published numbers (package data), `build` puts a report together.
 """
 
 from seal_hub.report.build import Report, build_report, parse_source_argument

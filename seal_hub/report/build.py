@@ -3,7 +3,9 @@
 `build_report` loads every source first (so bad input fails before anything is written), names them, draws
 what they hold and writes one Markdown page that embeds the figures by relative path, so the output folder can
 be moved, zipped or pushed as a whole. Figures that have nothing to show (no run with a finished iteration, no
-evaluation) are left out and the page says so; the page is written last, atomically.
+evaluation) are left out and the page says so; the page is written last, atomically. Each suite's evaluation
+figure has a bar per evaluation, or, where the caller groups them (`eval_series`: the experiment's settings, mean
+and interval over seeds), one per group.
 
 Not covered: producing the sources (training: `seal-hub train` / `recipes/seal.py`; evaluation: `seal-hub eval`).
 """
@@ -11,12 +13,13 @@ Not covered: producing the sources (training: `seal-hub train` / `recipes/seal.p
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from seal_hub.report import plots, tables
+from seal_hub.report import eval_plots, plots, tables
+from seal_hub.report.eval_plots import EvalSeries
 from seal_hub.report.naming import Named, name_sources
 from seal_hub.report.paper import paper_numbers
 from seal_hub.report.sources import EvalRecord, ReportInputError, RunRecord, load_source
@@ -69,7 +72,9 @@ def _run_section(runs: list[Named], out: Path, figures: list[Path]) -> list[str]
     return lines
 
 
-def _eval_section(evals: list[Named], out: Path, figures: list[Path]) -> list[str]:
+def _eval_section(
+    evals: list[Named], out: Path, figures: list[Path], grouped: Mapping[str, Sequence[EvalSeries]]
+) -> list[str]:
     lines = ["## Evaluations", ""]
     paper = paper_numbers()
     suites: dict[str, list[Named]] = {}
@@ -79,9 +84,12 @@ def _eval_section(evals: list[Named], out: Path, figures: list[Path]) -> list[st
         compare = paper if suite == paper.suite else None
         lines += [f"### Suite `{suite}`", "", "Success rate in percent (passed/total).", ""]
         lines += [tables.eval_table(members, compare), ""]
-        path = plots.plot_evals(suite, members, out)
+        by_setting = bool(grouped.get(suite))
+        series = list(grouped[suite]) if by_setting else [eval_plots.series_of(n) for n in members]
+        path = eval_plots.plot_evals(suite, series, out)
         figures += [path] if path is not None else []
-        lines += _figure(path, f"{suite}: success per category and average, side by side.")
+        how = "each setting's mean over seeds, whiskers: 95% interval" if by_setting else "side by side"
+        lines += _figure(path, f"{suite}: success per category and average ({how}).")
         labels = tables.eval_label_table(members)
         if labels:
             lines += ["Turn labels of the evaluated episodes (share of labelled turns):", "", labels, ""]
@@ -89,13 +97,19 @@ def _eval_section(evals: list[Named], out: Path, figures: list[Path]) -> list[st
             lines += ["#### Beside the paper", "", f"The paper's {compare.metric}.", ""]
             lines += [tables.paper_table(members, compare), ""]
             lines += [f"Source: {compare.citation()}.", ""]
-            path = plots.plot_paper(members, compare, out)
+            path = eval_plots.plot_paper(series, compare, out)
             figures += [path] if path is not None else []
             lines += _figure(path, "Our averages (blue) beside the paper's (grey).")
     return lines
 
 
-def build_report(arguments: Sequence[tuple[str | None, str | Path]], out: str | Path) -> Report:
+def build_report(
+    arguments: Sequence[tuple[str | None, str | Path]],
+    out: str | Path,
+    eval_series: Mapping[str, Sequence[EvalSeries]] | None = None,
+) -> Report:
+    """The report of these (name or None, directory) sources in `out`; `eval_series`: suite -> the series its
+    evaluation figures draw instead of one per evaluation (the experiment's settings over seeds)."""
     if not arguments:
         raise ReportInputError("give at least one run or evaluation directory")
     loaded = [(name, load_source(path)) for name, path in arguments]
@@ -118,7 +132,7 @@ def build_report(arguments: Sequence[tuple[str | None, str | Path]], out: str | 
     if runs:
         lines += _run_section(runs, out, figures)
     if evals:
-        lines += _eval_section(evals, out, figures)
+        lines += _eval_section(evals, out, figures, eval_series or {})
     report = out / REPORT_FILE
     partial = report.with_name(REPORT_FILE + ".partial")
     partial.write_text("\n".join(lines).rstrip() + "\n", encoding="utf-8")

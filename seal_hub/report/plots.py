@@ -1,5 +1,4 @@
-"""The report's figures, as PNG files: training success, the label profile, rho, interface versions, and
-evaluations side by side (with the paper's averages for `bfcl`).
+"""The report's training figures, as PNG files: training success, the label profile, rho, interface versions.
 
 Design choices: matplotlib's object API (`Figure`, rendered by the Agg canvas) and never `pyplot`, so drawing
 keeps no global state, needs no display and does not switch anyone's backend. Each label keeps one colour in
@@ -7,7 +6,8 @@ every figure. Legends sit outside the axes (right or below) so they never cover 
 read at 100% (about 1100 pixels wide, 10-12 pt text). A function returns the path it wrote, or None when
 its sources hold nothing to draw (a run with no finished iteration, no evaluation).
 
-Not covered: loading (`seal_hub.report.sources`) and tables (`seal_hub.report.tables`).
+Not covered: loading (`seal_hub.report.sources`), tables (`seal_hub.report.tables`), the evaluation figures
+(`seal_hub.report.eval_plots`, drawn with this module's sizes and colours).
 """
 
 from __future__ import annotations
@@ -22,8 +22,6 @@ from matplotlib.ticker import MaxNLocator, PercentFormatter
 
 from seal_hub.diagnosis import Label
 from seal_hub.report.naming import Named
-from seal_hub.report.paper import PaperNumbers
-from seal_hub.report.tables import categories
 
 DPI = 110
 WIDTH = 10.0  # inches
@@ -40,6 +38,15 @@ LABEL_COLORS = {
     "response_mismatch": "#17becf",
 }
 MARKERS = "osD^vP*Xhp"
+
+
+def series_colors(count: int) -> list:
+    """`count` distinct colours, one per run or setting: tab10's, then tab20's (dark ones first), then hues."""
+    if count <= 10:
+        return [colormaps["tab10"](i) for i in range(count)]
+    if count <= 20:
+        return [colormaps["tab20"](i) for i in [*range(0, 20, 2), *range(1, 20, 2)][:count]]
+    return [colormaps["hsv"](i / count) for i in range(count)]
 
 
 def _save(fig: Figure, path: Path) -> Path:
@@ -66,7 +73,7 @@ def _steps_axis(ax, bottom: bool = True) -> None:
 def _legend_below(fig: Figure, ax, count: int) -> None:
     handles, labels = ax.get_legend_handles_labels()
     longest = max((len(label) for label in labels), default=0)
-    fits = 3 if longest <= 36 else 2 if longest <= 60 else 1  # columns that stay within the figure's width
+    fits = 4 if longest <= 24 else 3 if longest <= 36 else 2 if longest <= 60 else 1  # columns within the width
     fig.legend(handles, labels, loc="outside lower center", ncols=min(fits, count, len(handles)), frameon=False)
 
 
@@ -76,23 +83,25 @@ def plot_success(runs: Sequence[Named], out: Path) -> Path | None:
         return None
     fig = Figure(figsize=(WIDTH, 6.5), layout="constrained")
     success, weight = fig.subplots(2, 1, sharex=True, height_ratios=[2, 1])
+    colors = series_colors(len(runs))
     for i, named in enumerate(runs):
         its = named.source.iterations
         steps = [it.step for it in its]
         style = {
+            "color": colors[i],
             "marker": MARKERS[i % len(MARKERS)] if len(its) <= 40 else None,
             "markersize": max(4, 10 - 2 * i),  # earlier runs draw bigger: a run on top of another stays visible
             "linewidth": max(1.2, 3.0 - 0.6 * i),
             "label": named.name,
         }
-        (line,) = success.plot(steps, [100 * it.success_rate for it in its], clip_on=False, zorder=3, **style)
+        success.plot(steps, [100 * it.success_rate for it in its], clip_on=False, zorder=3, **style)
         weight.plot(steps, [it.mean_weight for it in its], **style)
         if named.source.held_out:
             points = named.source.held_out
             success.plot(
                 [p.step for p in points],
                 [100 * p.success_rate for p in points],
-                color=line.get_color(),
+                color=colors[i],
                 linestyle="--",
                 marker=MARKERS[i % len(MARKERS)],  # held-out points are few: always marked
                 markerfacecolor="white",
@@ -203,10 +212,10 @@ def plot_interface_timeline(runs: Sequence[Named], out: Path) -> Path | None:
     ax = fig.subplots()
     cmap = colormaps["viridis"]
     last_step = max(n.source.iterations[-1].step for n in runs)
+    count = max(2, *(len(n.source.interfaces) for n in runs))  # one scale for every lane: v1 is one colour
     for lane, named in enumerate(runs):
         run = named.source
         order = {v.version: i for i, v in enumerate(run.interfaces)}
-        count = max(2, len(order))
         spans = _spans([(it.step, it.interface_version) for it in run.iterations])
         crowded = len(spans) > 12  # too many to label one by one: no edges, one label for the lane
         for first, last, version in spans:
@@ -236,78 +245,3 @@ def plot_interface_timeline(runs: Sequence[Named], out: Path) -> Path | None:
 
 def _slug(text: str) -> str:
     return re.sub(r"[^a-z0-9_-]+", "_", text.lower()).strip("_") or "suite"
-
-
-def plot_evals(suite: str, evals: Sequence[Named], out: Path) -> Path | None:
-    """One suite's evaluations side by side: grouped bars per category, then the average."""
-    if not evals:
-        return None
-    cats = categories(evals)
-    groups = [*cats, "average"]
-    fig = Figure(figsize=(WIDTH, 5.2), layout="constrained")
-    ax = fig.subplots()
-    width = min(0.8 / len(evals), 0.35)
-    for i, named in enumerate(evals):
-        scores = named.source.results.scores
-        values = [scores.per_category[c].success_rate if c in scores.per_category else float("nan") for c in cats]
-        values.append(scores.average)
-        xs = [g + (i - (len(evals) - 1) / 2) * width for g in range(len(groups))]
-        bars = ax.bar(xs, values, width=width * 0.95, label=named.name)
-        labels = [f"{v:.1f}" if len(evals) <= 4 and v == v else "" for v in values[:-1]]  # NaN: not evaluated
-        ax.bar_label(
-            bars, labels=[*labels, f"{values[-1]:.2f}"], fontsize=8, padding=2, rotation=90 if len(evals) > 4 else 0
-        )
-    ax.set_xticks(range(len(groups)), groups)
-    ax.axvline(len(cats) - 0.5, color="grey", linewidth=0.8, linestyle=":")
-    ax.set_ylabel("success rate")
-    ax.yaxis.set_major_formatter(PercentFormatter())
-    top = max(named.source.results.scores.average for named in evals)
-    top = max(top, *(s.success_rate for n in evals for s in n.source.results.scores.per_category.values()))
-    ax.set_ylim(0, min(108.0, max(10.0, top * 1.2)))  # room for a number above a 100% bar
-    ax.set_yticks([t for t in ax.get_yticks() if 0 <= t <= 100])
-    ax.grid(alpha=0.3, axis="y")
-    ax.set_title(f"Evaluation on {suite}: success rate per category and average")
-    _legend_below(fig, ax, len(evals))
-    return _save(fig, out / f"eval_{_slug(suite)}.png")
-
-
-def _paper_rows(evals: Sequence[Named], paper: PaperNumbers) -> list[tuple[str, float, str]]:
-    """(bar label, average, origin): each paper model's rows, then our evaluations of that model; the rest last."""
-    rows, placed = [], set()
-    for model in dict.fromkeys(p.model for p in paper.results):
-        results = [p for p in paper.results if p.model == model]
-        rows += [(f"{p.model} · {p.setting}  [{p.table}]", p.average, "paper") for p in results]
-        ours = [n for n in evals if paper.for_model(n.source.results.model.id) and n.name not in placed]
-        ours = [n for n in ours if paper.for_model(n.source.results.model.id)[0].model == model]
-        rows += [(n.name, n.source.results.scores.average, "this report") for n in ours]
-        placed.update(n.name for n in ours)
-    rest = [(n.name, n.source.results.scores.average, "this report") for n in evals if n.name not in placed]
-    counts = {n.name: n.source.results.num_tasks for n in evals}
-    return [  # ours on fewer tasks than the paper: say so on the bar's label
-        (name if origin == "paper" or counts[name] == paper.num_tasks else f"{name} ({counts[name]} tasks)", v, origin)
-        for name, v, origin in rows + rest
-    ]
-
-
-def plot_paper(evals: Sequence[Named], paper: PaperNumbers, out: Path) -> Path | None:
-    """Our `bfcl` averages beside the paper's (main results and ablations), as horizontal bars."""
-    if not evals:
-        return None
-    rows = _paper_rows(evals, paper)
-    colors = {"paper": "#9e9e9e", "this report": "#1f77b4"}
-    fig = Figure(figsize=(WIDTH, 1.6 + 0.32 * len(rows)), layout="constrained")
-    ax = fig.subplots()
-    for origin in colors:
-        ys = [i for i, row in enumerate(rows) if row[2] == origin]
-        bars = ax.barh(ys, [rows[i][1] for i in ys], color=colors[origin], label=origin, height=0.7)
-        ax.bar_label(bars, fmt="%.2f", fontsize=8, padding=3)
-    ax.set_yticks(range(len(rows)), [row[0] for row in rows])
-    ax.invert_yaxis()
-    ax.set_xlabel("average success rate over the four categories (%)")
-    ax.set_xlim(0, min(112.0, max(row[1] for row in rows) * 1.15 + 1))  # room for the number after a bar
-    ax.set_xticks([t for t in ax.get_xticks() if 0 <= t <= 100])
-    ax.grid(alpha=0.3, axis="x")
-    ax.set_axisbelow(True)
-    ax.set_title(f"BFCL v3 multi-turn held-out: ours beside the paper (arXiv {paper.source['arxiv']})")
-    _legend_below(fig, ax, len(colors))
-    return _save(fig, out / f"{_slug(paper.suite)}_vs_paper.png")
