@@ -236,7 +236,7 @@ def test_a_bad_evolution_threshold_is_refused_with_its_name(flag, value, monkeyp
 @pytest.mark.parametrize(
     ("setting", "reason"),
     [
-        ({"vllm_mode": "server"}, "vllm_mode 'colocate'"),
+        ({"vllm_mode": "remote"}, "'colocate' or 'server'"),
         ({"vllm_enable_sleep_mode": True}, "freed cache"),
         ({"vllm_tensor_parallel_size": 2}, "same requests"),
     ],
@@ -247,6 +247,27 @@ def test_vllm_settings_seals_rollouts_cannot_run_under_are_refused_with_why(sett
     fine = {"use_vllm": True, "vllm_mode": "colocate", "use_cpu": True, "bf16": False, "output_dir": str(tmp_path)}
     with pytest.raises(ValueError, match=reason):
         SealConfig(**(fine | setting))
+
+
+def test_server_mode_leaves_the_servers_parallelism_to_the_server(tmp_path):
+    """`vllm serve --tensor-parallel-size` is the server's flag: server mode accepts what colocate refuses."""
+    from seal_hub.training import SealConfig
+
+    config = SealConfig(
+        use_vllm=True, vllm_mode="server", vllm_tensor_parallel_size=2, use_cpu=True, output_dir=str(tmp_path)
+    )
+    assert config.vllm_mode == "server"
+
+
+def test_the_readmes_four_plus_four_gpu_server_command_parses_into_server_mode(tmp_path, monkeypatch):
+    """README, "vLLM server mode": paper_full_ft.yaml with generation moved to a server on other GPUs."""
+    flags = ["--vllm_mode", "server", "--vllm_server_host", "127.0.0.1", "--vllm_server_port", "8000"]
+    paper = ROOT / "recipes" / "configs" / "paper_full_ft.yaml"
+    parsed = parse(paper, "--output_dir", str(tmp_path), *flags, gpu=True, monkeypatch=monkeypatch)
+    config = next(p for p in parsed if hasattr(p, "vllm_mode"))
+    assert (config.use_vllm, config.vllm_mode, config.vllm_server_host) == (True, "server", "127.0.0.1")
+    assert config.gradient_accumulation_steps == 16 and config.generation_batch_size == 256
+    assert "--vllm_mode server --vllm_server_host 127.0.0.1" in (ROOT / "README.md").read_text()
 
 
 def test_fewer_training_tasks_than_one_generation_batch_draws_is_refused_with_the_numbers(tmp_path):

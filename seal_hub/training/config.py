@@ -126,11 +126,13 @@ class SealConfig(GRPOConfig, EvolveSettings):
 
 
 def check_vllm_settings(config) -> None:
-    """vLLM settings SEAL's own rollouts cannot run under (TRL 1.16's colocated engine), refused with the reason."""
-    if config.vllm_mode != "colocate":
-        raise ValueError(
-            f"vllm_mode={config.vllm_mode!r}: SEAL generates through vLLM in-process; set vllm_mode 'colocate'"
-        )
+    """vLLM settings SEAL's own rollouts cannot run under, refused with the reason. Colocate mode: TRL 1.16's
+    in-process engine. Server mode: `vllm serve` elsewhere, each rank submitting its own episodes over HTTP
+    (`seal_hub.rollout.vllm_server`); its parallelism and memory are the server's flags, not the trainer's."""
+    if config.vllm_mode not in ("colocate", "server"):
+        raise ValueError(f"vllm_mode must be 'colocate' or 'server', got {config.vllm_mode!r}")
+    if config.vllm_mode == "server":
+        return
     if config.vllm_enable_sleep_mode:
         raise ValueError(
             "vllm_enable_sleep_mode: TRL wakes vLLM's KV cache only inside its own generate, which SEAL's multi-turn "
@@ -140,5 +142,6 @@ def check_vllm_settings(config) -> None:
         raise ValueError(
             f"vllm_tensor_parallel_size={config.vllm_tensor_parallel_size}: every rank of a tensor-parallel group "
             "must submit the same requests, and SEAL's engine submits its own rank's episodes (ranks make different "
-            "numbers of generate calls as episodes end); set it 1 and add data-parallel ranks instead"
+            "numbers of generate calls as episodes end); set it 1 and add data-parallel ranks instead, or serve "
+            "the model tensor-parallel in vllm_mode 'server' (vllm serve --tensor-parallel-size)"
         )

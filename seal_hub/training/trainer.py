@@ -28,10 +28,13 @@ Distributed generation: rollouts and held-out evaluations generate with the mode
 FSDP v1's summoned, gradient checkpointing off), as TRL's own generation does. When parameters stay sharded
 during generation, the ranks keep their forward passes in step (`synced_generation`, `seal_hub.rollout.synced`).
 
-Not covered: vLLM generation inside the trainer (on GPUs, TRL's own vLLM integration plus the rollout
-engine's `VLLMBackend`; see the paper config). Publishing: with `publish`, every checkpointed iteration's
-three artifacts go to the registry (`seal_hub.hub`), catching up on any a crash left unpublished; their cards
-name the published sources the run recorded in ``sources.json`` (`seal_hub.hub.sources.run_sources`).
+vLLM (`use_vllm`, GPUs): TRL builds its engine and syncs its weights before each generation step (and SEAL before a
+held-out evaluation); the rollout engine generates through it, colocated in this process (`VLLMBackend`) or, with
+`vllm_mode: server`, on a `vllm serve` elsewhere that every rank reaches over HTTP (`VLLMServerBackend`).
+
+Publishing: with `publish`, every checkpointed iteration's three artifacts go to the registry (`seal_hub.hub`),
+catching up on any a crash left unpublished; their cards name the published sources the run recorded in
+``sources.json`` (`seal_hub.hub.sources.run_sources`).
 
 Resuming: `train(resume_from_checkpoint=...)` restores SEAL's state from the last complete checkpoint, through
 transformers' stateful callbacks (`loop_state.py`: the state sits in the checkpoint's `trainer_state.json`; publishing
@@ -214,6 +217,7 @@ class SealTrainer(GRPOTrainer):
         self.window_epoch = 0
         self.store = SnapshotStore(Path(args.output_dir) / "interfaces")
         self._weights: list[float] | None = None
+        self._vllm_server: GenerationBackend | None = None  # server mode's client, made on first use
         self._generations = 0
         self.completed_at: int | None = None  # set by `train` when the checkpoint already reached the budget
         self._completed_checkpoint: Path | None = None
@@ -251,13 +255,28 @@ class SealTrainer(GRPOTrainer):
     # ----- one generation step -----
 
     def _default_backend(self, model, tokenizer, step: int) -> GenerationBackend:
-        """TRL's colocated vLLM engine when `use_vllm` (TRL syncs its weights each step), else batched HF."""
+        """Under `use_vllm`, TRL's engine (its weights synced by TRL before each generation step): in colocate mode
+        the one in this process, in server mode `vllm serve` elsewhere, reached by every rank over HTTP. Else
+        batched HF."""
+        if self.use_vllm and self.vllm_mode == "server":
+            return self._server_backend(end_token_ids(model, tokenizer))
         if self.use_vllm:
             from seal_hub.rollout.vllm_backend import VLLMBackend
 
-            # colocate mode (SealConfig refuses the others): TRL's engine lives in this process
             return VLLMBackend.from_llm(self.vllm_generation.llm, end_token_ids(model, tokenizer))
         return hf_backend(model, tokenizer, step, self.args.seed, self.synced)
+
+    def _server_backend(self, eos_token_ids: list[int]) -> GenerationBackend:
+        """One connection pool per rank for the whole run (the server's prefix cache outlives a step; TRL resets
+        it after each weight sync)."""
+        if self._vllm_server is None:
+            from seal_hub.rollout.vllm_server import VLLMServerBackend, server_url
+
+            args = self.args
+            url = server_url(args.vllm_server_base_url, args.vllm_server_host, args.vllm_server_port)
+            self._vllm_server = VLLMServerBackend(url, eos_token_ids)
+            self._vllm_server.check_context(args.max_context_tokens)
+        return self._vllm_server
 
     @contextmanager
     def _generation_model(self) -> Iterator[Any]:
