@@ -22,6 +22,11 @@ Prints one line per case (estimate, measured, ratio) and last line exactly
 ``memory estimate / measured: X.XXx``: the case whose ratio is farthest from 1 (the goal: within 0.8x-1.25x).
 Each case stays under about 1 GB; the whole run takes a few minutes on 2 cores.
 
+Single process only: the estimate's ZeRO-3 parts per rank (parameter, gradient and optimizer-state partitions,
+the parameters DeepSpeed keeps whole) are checked against a real two-process ZeRO-3 run by
+``tests/test_deepspeed.py::test_zero3_memory_estimate_matches_what_each_rank_holds`` (slow), from the bytes of
+DeepSpeed's own partition tensors (a resident set cannot tell one rank's share of a step's memory apart).
+
     python benchmarks/memory_estimate.py [--cases NAME,NAME]
 """
 

@@ -15,8 +15,13 @@ Points (each reached once per occurrence in the process that reaches it):
     publish      a registry push wrote its git objects, its refs not yet moved (local registry)
     save         training ended, the final model not yet saved (the recipe)
 
+Several processes (`accelerate launch`): every rank counts and kills on its own, unless
+``SEAL_HUB_KILL_RANK=<r>`` names one: then only the process whose ``RANK`` (torchrun's global rank; unset: 0)
+is r counts and dies, the others run on, as when one GPU's process is killed. Points that only the main process
+reaches (rollout, checkpoint, publish) kill nothing on another rank.
+
 Unset (the normal case) a call is one environment lookup, at per-step or per-push granularity only.
-Not covered: several processes (every rank would count and kill independently).
+Not covered: killing some ranks but not all (it is one rank, or every rank), or the launcher itself.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from collections import Counter
 
 KILL_ENV = "SEAL_HUB_KILL_AT"
 MARKER_ENV = "SEAL_HUB_KILL_MARKER"
+RANK_ENV = "SEAL_HUB_KILL_RANK"
 POINTS = ("startup", "rollout", "update", "checkpoint", "publish", "save")
 
 _reached: Counter[str] = Counter()  # per process, test-only: how often each point was passed
@@ -41,12 +47,16 @@ def parse(spec: str) -> tuple[str, int]:
 
 
 def kill_point(name: str) -> None:
-    """SIGKILL this process here if ``SEAL_HUB_KILL_AT`` names this point and its count is reached."""
+    """SIGKILL this process here if ``SEAL_HUB_KILL_AT`` names this point, its count is reached and
+    ``SEAL_HUB_KILL_RANK`` (if set) names this process's rank."""
     spec = os.environ.get(KILL_ENV)
     if not spec:
         return
     point, count = parse(spec)
     if point != name:
+        return
+    rank = os.environ.get(RANK_ENV)
+    if rank is not None and rank != os.environ.get("RANK", "0"):
         return
     _reached[name] += 1
     if _reached[name] < count:

@@ -13,7 +13,9 @@ formula it uses in its note; the facts behind the formulas (TRL 1.16, PEFT 0.21,
   on a quantised base (TRL casts them to bf16, as QLoRA does) and under ZeRO-3 (the model dtype); gradients in
   their dtype, AdamW's two moments in the parameter's dtype (torch); DeepSpeed adds fp32 master weights and
   fp32 moments (16 bytes per parameter for bf16, sharded by stage: 1 optimizer state, 2 + gradients,
-  3 + parameters);
+  3 + parameters, LoRA's included); ZeRO-3 also keeps every parameter of at most
+  `ZERO3_PERSISTENCE_THRESHOLD` elements whole on every rank, besides its partition (DeepSpeed's
+  ``stage3_param_persistence_threshold``: norms, biases, and at the usual ranks every LoRA matrix);
 - activations: what autograd saves per token per layer of a Llama/Qwen2 decoder with SDPA, counted tensor by
   tensor (`layer_activation_bytes`); with gradient checkpointing, each layer's input plus one layer recomputed;
 - the attention mask: GRPO batches are padded, so transformers passes SDPA a boolean ``[B, 1, S, S]`` mask and
@@ -51,6 +53,9 @@ LOGPROB_VOCAB_TILE = 32768
 CPU_TILE_TEMPORARIES = 7
 # HFBackend's default prefix store (seal_hub.rollout.hf_backend)
 PREFIX_STORE_BYTES = 512 * 2**20
+# DeepSpeed 0.19.8's default stage3_param_persistence_threshold (deepspeed.runtime.zero.config), which the shipped
+# accelerate configs leave (they name no deepspeed_config_file, so accelerate sets no "auto" for it)
+ZERO3_PERSISTENCE_THRESHOLD = 100_000
 RUNTIME_OVERHEAD_GB = 1.0  # CUDA context, cuBLAS workspaces, allocator fragmentation
 # bitsandbytes 4-bit: blocks of 64 weights; nested quantisation: 8-bit absmax, fp32 constants per 256 blocks
 QUANT_BLOCK = 64
@@ -131,9 +136,30 @@ def weights(shape: ModelShape, plan: TrainingPlan) -> list[Part]:
         ref_note = "full fine-tune with beta > 0: a frozen copy"
         parts.append(Part("reference model", total / shard, "persistent", ref_note))
     if shard > 1:
+        kept, note = zero3_persistent(shape, plan)
+        parts.append(Part("ZeRO-3 persistent params", kept, "persistent", note))
         biggest = max(shape.embedding_params, shape.head_params, shape.layer_linear_params + shape.layer_other_params)
         parts.append(Part("ZeRO-3 gathered params", 2 * biggest * wb, "update", "two gathered layers (or the head)"))
     return parts
+
+
+def zero3_persistent(shape: ModelShape, plan: TrainingPlan) -> tuple[float, str]:
+    """Bytes of the parameters ZeRO-3 keeps whole on every rank (at most `ZERO3_PERSISTENCE_THRESHOLD` elements
+    each: DeepSpeed gathers them once and never releases them), and how they were counted."""
+    small = lambda n: n if n <= ZERO3_PERSISTENCE_THRESHOLD else 0  # noqa: E731
+    linears = shape.linear_shapes()
+    layer = 2 * shape.hidden_size + (small(shape.q_dim) + 2 * small(shape.kv_dim) if shape.qkv_bias else 0)
+    if not (plan.load_in_4bit or plan.load_in_8bit):  # quantised projections: not covered, counted as large
+        layer += sum(small(a * b) for a, b in linears.values())
+    base = shape.num_layers * layer + shape.hidden_size + small(shape.embedding_params) + small(shape.head_params)
+    total, note = base * weight_bytes_per_param(plan), f"{base / 1e6:.2f}M base params"
+    if plan.use_peft:
+        targets = plan.lora_target_modules or DEFAULT_LORA_TARGETS
+        chosen = linears.values() if targets == ("all-linear",) else [linears[t] for t in targets if t in linears]
+        adapter = shape.num_layers * sum(small(plan.lora_r * a) + small(plan.lora_r * b) for a, b in chosen)
+        total += adapter * lora_bytes(plan)
+        note += f" + {adapter / 1e6:.2f}M LoRA"
+    return total, f"{note} of <= {ZERO3_PERSISTENCE_THRESHOLD:,} elements each, whole on every rank"
 
 
 def trainable(shape: ModelShape, plan: TrainingPlan) -> list[Part]:
@@ -142,7 +168,9 @@ def trainable(shape: ModelShape, plan: TrainingPlan) -> list[Part]:
     if plan.use_peft:
         count, pb = lora_params(shape, plan), lora_bytes(plan)
         what = f"LoRA r={plan.lora_r}: {count / 1e6:.1f}M params x {pb} B"
-        parts = [Part("LoRA parameters", count * pb, "persistent", what)]
+        shard = world if stage == 3 else 1  # ZeRO-3 partitions the adapter too (its persistent copies: weights())
+        note = what + (f", ZeRO-3 shard 1/{shard}" if shard > 1 else "")
+        parts = [Part("LoRA parameters", count * pb / shard, "persistent", note)]
     else:
         count, pb = shape.num_params, weight_bytes_per_param(plan)
         what = f"{count / 1e9:.2f}B params"
