@@ -97,3 +97,24 @@ def test_two_processes_whose_episodes_end_apart_train_in_step_with_synced_genera
     assert reports[0]["window"] == reports[1]["window"] == 4  # 1 step x 2 ranks x 2 rollouts
     trajectories = read_trajectories(out / "iterations" / "step_000001" / "trajectories.parquet")
     assert sorted(t.num_steps for t in trajectories) == [1, 1, 3, 3]  # the ranks' episodes did end apart
+
+
+@pytest.mark.slow
+def test_copies_of_one_prompt_on_two_ranks_draw_different_rollouts(tmp_path):
+    """num_generations 4 over 2 ranks of 2 rollouts: both ranks step the same prompt, and each samples with its
+    own seed (`SealTrainer.sampling_seed`), so the group's 4 rollouts are not two pairs of twins."""
+    from seal_hub.models import build_tiny_model
+
+    model_dir = build_tiny_model(tmp_path / "tiny")
+    out = tmp_path / "run"
+    script = Path(__file__).parent / "scripts" / "two_process_train.py"
+    command = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", str(script)]
+    command += [str(out), str(model_dir), "one-prompt-on-both-ranks"]
+    env = os.environ | {"OMP_NUM_THREADS": "1"}
+    result = subprocess.run(command, capture_output=True, text=True, timeout=600, env=env)
+    assert result.returncode == 0, result.stderr[-3000:]
+    trajectories = read_trajectories(out / "iterations" / "step_000001" / "trajectories.parquet")
+    assert len(trajectories) == 4 and len({t.task_id for t in trajectories}) == 1  # one prompt, both ranks
+    first, second = trajectories[:2], trajectories[2:]  # gathered rank by rank
+    assert [t.token_ids for t in first] != [t.token_ids for t in second]
+    assert len({tuple(t.token_ids) for t in trajectories}) == 4

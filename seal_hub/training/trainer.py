@@ -48,7 +48,6 @@ publishes what is still unpublished, and sets `completed_at`.
 from __future__ import annotations
 
 import shutil
-import tempfile
 import textwrap
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -95,23 +94,18 @@ from seal_hub.snapshot_store import SnapshotStore
 from seal_hub.training.config import SealConfig
 from seal_hub.training.held_out import HeldOutResult, HeldOutSettings, evaluate_held_out, write_held_out
 from seal_hub.training.loop_state import LoopStateBinder, SealLoopState, export_loop_state, import_loop_state
+from seal_hub.training.sampler import EpochRepeatSampler, SamplerEpoch
 from seal_hub.training.shared_prompt import shared_prompt_logps, shares_prompts
 from seal_hub.training.suites import training_suite
 
 if TYPE_CHECKING:
     from seal_hub.hub import PublishConfig
 
-# what a published adapter holds: PEFT's files and the tokenizer with its tool-capable chat template
-ADAPTER_FILES = (
-    "adapter_config.json",
-    "adapter_model.safetensors",
-    "tokenizer.json",
-    "tokenizer_config.json",
-    "chat_template.jinja",
-    "special_tokens_map.json",
-)
 # what a checkpoint holds besides the model that `save_model` writes: the state a resume needs
 TRAINING_STATE_FILES = ("optimizer.pt", "scheduler.pt", "scaler.pt", "trainer_state.json")
+
+
+RANK_SEED_STRIDE = 1_000_003  # rank r samples with seed + r * this (+ step): far from the steps' own offsets
 
 
 def verified_reward(prompts, completions, seal_reward, **kwargs) -> list[float]:
@@ -219,6 +213,7 @@ class SealTrainer(GRPOTrainer):
         self._weights: list[float] | None = None
         self._vllm_server: GenerationBackend | None = None  # server mode's client, made on first use
         self._generations = 0
+        self._sampler_epoch = SamplerEpoch()  # sets the training sampler's epoch (sampler.py)
         self.completed_at: int | None = None  # set by `train` when the checkpoint already reached the budget
         self._completed_checkpoint: Path | None = None
         dataset = Dataset.from_list([{"prompt": task.id} for task in train_tasks])
@@ -238,6 +233,7 @@ class SealTrainer(GRPOTrainer):
                 _EpochWindow(self),
                 _PublishOnSave(self),
                 _HeldOutEval(self),
+                self._sampler_epoch,
             ],
         )
         sharding, processes = DistributedBackend(self.accelerator), self.accelerator.num_processes
@@ -254,6 +250,13 @@ class SealTrainer(GRPOTrainer):
 
     # ----- one generation step -----
 
+    @property
+    def sampling_seed(self) -> int:
+        """The rollouts' sampling seed on this rank (before adding the step): `seed` on rank 0, and apart on every
+        other rank. TRL's sampler can put copies of one prompt on several ranks (num_generations 4 over 2 ranks of
+        2 rollouts: both ranks get the prompt twice); with one seed, both ranks would draw the same rollouts."""
+        return self.args.seed + RANK_SEED_STRIDE * self.accelerator.process_index
+
     def _default_backend(self, model, tokenizer, step: int) -> GenerationBackend:
         """Under `use_vllm`, TRL's engine (its weights synced by TRL before each generation step): in colocate mode
         the one in this process, in server mode `vllm serve` elsewhere, reached by every rank over HTTP. Else
@@ -264,7 +267,7 @@ class SealTrainer(GRPOTrainer):
             from seal_hub.rollout.vllm_backend import VLLMBackend
 
             return VLLMBackend.from_llm(self.vllm_generation.llm, end_token_ids(model, tokenizer))
-        return hf_backend(model, tokenizer, step, self.args.seed, self.synced)
+        return hf_backend(model, tokenizer, step, self.sampling_seed, self.synced)
 
     def _server_backend(self, eos_token_ids: list[int]) -> GenerationBackend:
         """One connection pool per rank for the whole run (the server's prefix cache outlives a step; TRL resets
@@ -307,7 +310,9 @@ class SealTrainer(GRPOTrainer):
             max_live_episodes=args.max_live_episodes,
             max_context_tokens=args.max_context_tokens,
             parser_style=args.parser_style,
-            sampling=SamplingConfig(args.temperature, args.top_p, args.max_new_tokens, args.seed + step, args.top_k),
+            sampling=SamplingConfig(
+                args.temperature, args.top_p, args.max_new_tokens, self.sampling_seed + step, args.top_k
+            ),
             # the multi-turn suites' step limits; a suite with its own limits (bfcl-single: one answer) ignores them
             episode=EpisodeConfig(
                 max_steps_per_turn=args.max_steps_per_turn, max_steps_per_episode=args.max_steps_per_episode
@@ -427,6 +432,11 @@ class SealTrainer(GRPOTrainer):
             model, input_ids, attention_mask, logits_to_keep, batch_size, compute_entropy, **kwargs
         )
 
+    def _get_train_sampler(self, dataset: Dataset | None = None) -> EpochRepeatSampler:
+        """TRL's sampler, but each epoch's order a function of (seed, epoch): a resumed run trains on the tasks, in
+        the order, that the uninterrupted run would have (`seal_hub.training.sampler`)."""
+        return self._sampler_epoch.track(EpochRepeatSampler.like(super()._get_train_sampler(dataset)))
+
     # ----- checkpoints and resume -----
 
     def seal_state(self) -> dict[str, Any]:
@@ -441,7 +451,9 @@ class SealTrainer(GRPOTrainer):
         """Publish every checkpointed iteration not yet in the registry (idempotent; catches up after a crash).
 
         Each iteration's three artifacts: its rollouts and diagnoses, the interface version it trained against
-        (and any unpublished ancestors), and the adapter of its checkpoint.
+        (and any unpublished ancestors), and the policy its checkpoint holds: the adapter of a LoRA run, the whole
+        model of a full fine-tune (`seal_hub.hub.policy`; the base it names: `PublishConfig.base_model`, else the
+        model's own ``name_or_path``).
         """
         if self.publish is None or not self.accelerator.is_main_process:
             return []
@@ -465,21 +477,17 @@ class SealTrainer(GRPOTrainer):
             for ancestor in self.store.lineage(snapshot)[:-1]:
                 publish_interface(repos.environment, ancestor, registry=registry, sources=sources)
             folder = iteration_dir(self.args.output_dir, step)
-            with tempfile.TemporaryDirectory() as adapter:
-                for name in ADAPTER_FILES:
-                    if (checkpoint / name).is_file():
-                        shutil.copy2(checkpoint / name, Path(adapter) / name)
-                publish_iteration(
-                    repos,
-                    step,
-                    trajectories=read_trajectories(folder / "trajectories.parquet"),
-                    diagnoses=pq.read_table(folder / "diagnoses.parquet").to_pylist(),
-                    snapshot=snapshot,
-                    adapter_dir=adapter,
-                    base_model=self.publish.base_model,
-                    registry=registry,
-                    sources=sources,
-                )
+            publish_iteration(  # only the checkpoint's policy files go (no optimizer state, no training_args.bin)
+                repos,
+                step,
+                trajectories=read_trajectories(folder / "trajectories.parquet"),
+                diagnoses=pq.read_table(folder / "diagnoses.parquet").to_pylist(),
+                snapshot=snapshot,
+                adapter_dir=checkpoint,
+                base_model=self.publish.base_model or getattr(self.model.config, "name_or_path", None) or None,
+                registry=registry,
+                sources=sources,
+            )
             published.append(step)
         return published
 

@@ -13,6 +13,8 @@ from seal_hub.training import SealConfig, SealTrainer  # noqa: E402
 
 out, model_dir = sys.argv[1], sys.argv[2]
 oracle = len(sys.argv) > 3 and sys.argv[3] == "oracle-on-rank-0"  # rank 0 replays the ground truth
+# one prompt's 4 rollouts split over the 2 ranks (2 each): both ranks step the same prompt
+one_prompt = len(sys.argv) > 3 and sys.argv[3] == "one-prompt-on-both-ranks"
 policy = PolicyConfig(
     model_name_or_path=model_dir, use_peft=True, lora_r=4, lora_alpha=8, lora_target_modules=["q_proj", "v_proj"]
 )
@@ -21,8 +23,8 @@ suite = BfclSuite()
 args = SealConfig(
     output_dir=out,
     per_device_train_batch_size=2,
-    num_generations=2,
-    max_steps=2,
+    num_generations=4 if one_prompt else 2,
+    max_steps=1 if one_prompt else 2,
     learning_rate=1e-3,
     beta=0.0,
     use_cpu=True,
