@@ -184,7 +184,7 @@ def test_the_trainer_in_server_mode_generates_through_the_server_after_streaming
             vllm_server_port=port,
             per_device_train_batch_size=4,
             num_generations=2,
-            max_steps=2,
+            max_steps=1,
             learning_rate=5e-2,
             max_new_tokens=12,
             eval_max_new_tokens=12,
@@ -194,7 +194,7 @@ def test_the_trainer_in_server_mode_generates_through_the_server_after_streaming
             use_cpu=True,
             report_to=[],
             save_strategy="no",
-            eval_every_steps=2,
+            eval_every_steps=1,
             disable_tqdm=True,
         )
         trainer = SealTrainer(
@@ -214,8 +214,8 @@ def test_the_trainer_in_server_mode_generates_through_the_server_after_streaming
     events = RecordingClient.events
     assert events[:2] == [("connect", double.url), ("init_communicator", "cpu")]
     syncs = [e for e in events if e[0] == "weights"]
-    # before step 0's and step 1's rollouts, and before the held-out evaluation after step 2
-    assert len(syncs) == 3 and resets == 3 and completions_before_training == 0 and requests > 0
+    # before the step's rollouts, and before the held-out evaluation after its update
+    assert len(syncs) == 2 and resets == 2 and completions_before_training == 0 and requests > 0
     metadata, first, last = syncs[0][1], syncs[0][2], syncs[-1][2]
     assert [m[0] for m in metadata] == list(first) and all("lora" not in name for name in first)
     adapted = {
@@ -229,7 +229,7 @@ def test_the_trainer_in_server_mode_generates_through_the_server_after_streaming
         torch.testing.assert_close(tensor, merged[name])
     moved = {n for n in first if not torch.equal(first[n], last[n])}
     assert moved == adapted, "exactly the adapted layers moved, LoRA merged into them"
-    assert (tmp_path / "run" / "iterations" / "step_000002" / "trajectories.parquet").exists()
+    assert (tmp_path / "run" / "iterations" / "step_000001" / "trajectories.parquet").exists()
     assert list((tmp_path / "run" / "held_out").iterdir()), "the held-out evaluation ran through the server"
 
 

@@ -76,7 +76,10 @@ def wait_healthy(server: subprocess.Popen, url: str, log_path: Path, timeout: fl
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if server.poll() is not None:
-            raise RuntimeError(f"vllm serve exited with status {server.returncode} while starting; log: {log_path}")
+            raise RuntimeError(
+                f"vllm serve exited with status {server.returncode} while starting: {last_error(log_path)} "
+                f"(log: {log_path})"
+            )
         try:
             if httpx.get(f"{url}/health", timeout=2).status_code == 200:
                 return
@@ -84,6 +87,13 @@ def wait_healthy(server: subprocess.Popen, url: str, log_path: Path, timeout: fl
             pass
         time.sleep(2)
     raise TimeoutError(f"vllm serve did not answer /health within {timeout:.0f} s; log: {log_path}")
+
+
+def last_error(log_path: Path) -> str:
+    """The server log's last line that names an error (or its last line), for a message that outlives the log."""
+    lines = [line.strip() for line in Path(log_path).read_text(errors="replace").splitlines() if line.strip()]
+    errors = [line for line in lines if "Error" in line and not line.startswith(("Traceback", "File "))]
+    return (errors or lines or ["(empty log)"])[-1][:400]
 
 
 def stop(server: subprocess.Popen) -> None:
