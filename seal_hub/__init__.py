@@ -3,7 +3,8 @@
 Training: `SealConfig` (TRL's GRPOConfig plus SEAL's fields) and `SealTrainer` (`seal_hub.training`) on a
 suite's tasks, e.g. `BfclSuite` (`seal_hub.envs.bfcl`); the packaged script runs them end to end (`seal-hub train`,
 `seal_hub.scripts.seal`). Loading published artifacts by reference (`seal_hub.hub`):
-`load_interface("alice/run1-env@v3")`, `load_trajectories(ref)`, `load_adapter(ref)`; `load_environment(ref)`
+`load_interface("alice/run1-env@v3")`, `load_trajectories(ref)`, `load_adapter(ref)`, `load_model(ref)` (a published
+policy of either kind: adapter or full fine-tune); `load_environment(ref)`
 gives an environment to step with that interface applied (`seal_hub.environment`); `resolve_reference(ref, kind)`
 pins a reference to its commit (`seal_hub.hub.sources`).
 
@@ -28,6 +29,7 @@ _LAZY = {
     "load_interface": "seal_hub.hub.loading",
     "load_trajectories": "seal_hub.hub.loading",
     "load_adapter": "seal_hub.hub.loading",
+    "load_model": "seal_hub.hub.loading",
     "load_environment": "seal_hub.environment",
     "resolve_reference": "seal_hub.hub.sources",
 }

@@ -6,7 +6,9 @@
 - Publishing the three artifacts with cross-linked cards: `publish_trajectories`, `publish_interface`,
   `publish_adapter`, `publish_iteration`, `RunRepos`, `PublishConfig` (`artifacts.py`; cards in `cards.py` from
   the templates in `model_cards/`).
-- Loading by reference: `load_interface`, `load_trajectories`, `load_adapter`, `fetch` (`loading.py`).
+- Loading by reference: `load_interface`, `load_trajectories`, `load_adapter`, `load_model` (either policy kind),
+  `fetch` (`loading.py`); what a policy version holds, adapter or full model: `policy_kind`, `policy_files`
+  (`policy.py`).
 - Reusing published artifacts as a run's sources, pinned to a commit: `resolve_reference` (a reference to the
   object, its `Source` and its commit), `RunSources`, `run_sources`, `derive_interface`, `check_base_model`,
   `attach_adapter` (`sources.py`).
@@ -26,8 +28,9 @@ from seal_hub.hub.artifacts import (
 )
 from seal_hub.hub.cards import EvalScore, Link
 from seal_hub.hub.hf import HubRegistry
-from seal_hub.hub.loading import fetch, load_adapter, load_interface, load_trajectories
+from seal_hub.hub.loading import fetch, load_adapter, load_interface, load_model, load_trajectories
 from seal_hub.hub.local import LocalRegistry
+from seal_hub.hub.policy import policy_files, policy_kind
 from seal_hub.hub.registry import (
     HubError,
     Ref,
@@ -82,7 +85,10 @@ __all__ = [
     "iteration_tag",
     "load_adapter",
     "load_interface",
+    "load_model",
     "load_trajectories",
+    "policy_files",
+    "policy_kind",
     "publish_adapter",
     "publish_interface",
     "publish_iteration",

@@ -9,9 +9,13 @@
   snapshot, tagged with the snapshot's version (``v3``). Its card is the changelog: `seal_hub.interface.diff`
   from the parent (read from the same repo, which must hold it) and the failure profile and rules that caused
   it. Publishing a snapshot whose version is already there with the same content hash is a no-op.
-- Adapter: a model repo (``<run>-adapter``) with the PEFT files, tag ``iter-<k>``; card metadata ``base_model``,
-  ``library_name: peft``, the seal/trl/grpo/tool-use tags, the dataset, the environment version and, when given,
-  evaluation results as ``model-index``.
+- Policy: a model repo (``<run>-adapter``), tag ``iter-<k>``, holding what the checkpoint's ``save_model`` wrote
+  (`seal_hub.hub.policy`): for a LoRA run the PEFT files, card metadata ``library_name: peft``; for a full
+  fine-tune the whole model (config, weights, tokenizer), loadable with ``AutoModelForCausalLM``, card metadata
+  ``library_name: transformers``, ``base_model_relation: finetune``. Both cards carry ``base_model``, the
+  seal/trl/grpo/tool-use tags, the dataset, the environment version and, when given, evaluation results as
+  ``model-index``. The repository keeps its ``-adapter`` name for both kinds, so a run's three names never depend
+  on how it was trained.
 
 `publish_iteration` publishes all three for one iteration with matching links; `sources` (a run's published
 starting points, `seal_hub.hub.sources.Source`) are named on every card as "derived from ref (commit ...)".
@@ -27,6 +31,7 @@ to publish (the trainer).
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import tempfile
@@ -36,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from seal_hub.hub.cards import EvalScore, Link, adapter_card, dataset_card, environment_card
+from seal_hub.hub.policy import ADAPTER_CONFIG, policy_files
 from seal_hub.hub.registry import (
     HubError,
     Ref,
@@ -52,7 +58,6 @@ GITATTRIBUTES = "".join(
 )
 ITERATION = re.compile(r"^iter-\d+$")
 INTERFACE_FILE = "interface.json"
-ADAPTER_CONFIG = "adapter_config.json"
 
 
 def iteration_tag(iteration: int) -> str:
@@ -143,7 +148,13 @@ class PublishConfig:
         return get_registry("local")
 
 
-def _staging() -> Path:
+def _staging(near: Path | None = None) -> Path:
+    """A temporary folder: beside `near` when it can be (files placed from there become hard links), else $TMPDIR."""
+    if near is not None:
+        try:
+            return Path(tempfile.mkdtemp(prefix=".seal_hub-publish-", dir=near))
+        except OSError:  # a read-only folder
+            pass
     return Path(tempfile.mkdtemp(prefix="seal_hub-publish-"))
 
 
@@ -281,27 +292,29 @@ def publish_adapter(
     registry: Registry | None = None,
     sources: Sequence[Any] = (),
 ) -> Version:
-    """Publish a PEFT adapter folder (``save_pretrained`` output) as version ``iter-<iteration>``."""
+    """Publish a policy folder as version ``iter-<iteration>``: a PEFT adapter (``save_pretrained`` output) or a full
+    model (``save_model`` / ``save_pretrained`` output, e.g. a checkpoint); only its policy files go
+    (`seal_hub.hub.policy.policy_files`). `base_model` names the model it was trained from (an adapter's default:
+    its ``base_model_name_or_path``; a full model's config does not record it, so it must be given)."""
     adapter_dir = Path(adapter_dir)
-    config_path = adapter_dir / ADAPTER_CONFIG
-    if not config_path.is_file():
-        raise FileNotFoundError(
-            f"{adapter_dir} has no {ADAPTER_CONFIG}: give the folder PeftModel.save_pretrained wrote"
+    kind, files = policy_files(adapter_dir)
+    if kind == "adapter":
+        config_path = adapter_dir / ADAPTER_CONFIG
+        base_model = base_model or json.loads(config_path.read_text(encoding="utf-8")).get("base_model_name_or_path")
+        if not base_model:
+            raise ValueError(f"{config_path} names no base_model_name_or_path: pass base_model='org/name'")
+    elif not base_model:
+        raise ValueError(
+            f"{adapter_dir} holds a full model, whose config does not name the model it was fine-tuned from: pass "
+            "base_model='org/name' (PublishConfig.base_model)"
         )
-    adapter_config = json.loads(config_path.read_text(encoding="utf-8"))
-    base_model = base_model or adapter_config.get("base_model_name_or_path")
-    if not base_model:
-        raise ValueError(f"{config_path} names no base_model_name_or_path: pass base_model='org/name'")
     base_model, base_weights = _published_base(base_model)
     registry = registry or get_registry()
     tag = iteration_tag(iteration)
-    folder = _staging()
+    folder = _staging(adapter_dir.parent if kind == "full" else None)  # a full model's files: linked, not copied
     try:
-        for path in sorted(adapter_dir.rglob("*")):
-            relative = path.relative_to(adapter_dir)
-            if path.is_file() and relative.as_posix() not in ("README.md", ".gitattributes"):
-                (folder / relative).parent.mkdir(parents=True, exist_ok=True)
-                shutil.copy2(path, folder / relative)
+        for name in files:
+            _place(adapter_dir / name, folder / name)
         card = adapter_card(
             repo_id,
             tag,
@@ -311,15 +324,26 @@ def publish_adapter(
             results=results,
             base_weights=base_weights,
             derived_from=sources,
+            kind=kind,
         )
         _write(folder, "README.md", card)
         _write(folder, ".gitattributes", GITATTRIBUTES)
-        message = f"{tag}: LoRA adapter on {base_model}" + (
+        what = "LoRA adapter on" if kind == "adapter" else "full fine-tune of"
+        message = f"{tag}: {what} {base_model}" + (
             ", " + ", ".join(f"{r.metric} {r.value}" for r in results) if results else ""
         )
         return registry.push(repo_id, "model", folder, tag=tag, message=message)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def _place(source: Path, target: Path) -> None:
+    """Stage one file: a hard link where the file system allows it (a 7B model's weights are 15 GB), else a copy."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        os.link(source, target)
+    except OSError:
+        shutil.copy2(source, target)
 
 
 def publish_iteration(
@@ -335,7 +359,9 @@ def publish_iteration(
     registry: Registry | None = None,
     sources: Sequence[Any] = (),
 ) -> dict[str, Version]:
-    """Publish one iteration: the interface it trained against, its rollouts, its adapter; cards cross-linked.
+    """Publish one iteration: the interface it trained against, its rollouts, its policy; cards cross-linked.
+
+    `adapter_dir`: the policy folder, a PEFT adapter or a full model (a checkpoint will do: see `publish_adapter`).
 
     `sources`: the published artifacts the run started from (`seal_hub.hub.sources.Source`), named on every card."""
     registry = registry or get_registry()

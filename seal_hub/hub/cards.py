@@ -2,10 +2,11 @@
 
 Each card's metadata is built with `huggingface_hub`'s card-data classes (`ModelCardData`, `DatasetCardData`,
 `EvalResult`), so the YAML is what the Hub expects (``model-index`` from evaluation results, ``configs`` for the
-dataset's two configurations), and the body comes from ``model_cards/{adapter,dataset,environment}.md``
-(``$SEAL_HUB_CARD_TEMPLATES`` points elsewhere). Every card links the other two artifacts at the matching
-revision, as `repo@revision` and as a Hub URL (``https://huggingface.co``: a card describes the published artifact,
-and stays byte-identical when a local version is synced to the Hub).
+dataset's two configurations), and the body comes from ``model_cards/{adapter,model,dataset,environment}.md``
+(``$SEAL_HUB_CARD_TEMPLATES`` points elsewhere; ``model.md`` is the policy card of a full fine-tune). Every card
+links the other two artifacts at the matching revision, as `repo@revision` and as a Hub URL
+(``https://huggingface.co``: a card describes the published artifact, and stays byte-identical when a local
+version is synced to the Hub).
 
 Design choice: cards are built only from the arguments given here (ids, revisions, numbers, the snapshot), never
 from the environment, so no token or local path can slip into one unless passed in on purpose.
@@ -87,7 +88,7 @@ class EvalScore:
 def _render(kind: str, card_data: Any, **context: Any) -> str:
     from huggingface_hub import DatasetCard, ModelCard
 
-    card_class = ModelCard if kind == "adapter" else DatasetCard
+    card_class = ModelCard if kind in ("adapter", "model") else DatasetCard
     card = card_class.from_template(card_data, template_path=str(templates_dir() / f"{kind}.md"), **context)
     return str(card).rstrip() + "\n"
 
@@ -120,8 +121,13 @@ def adapter_card(
     results: Sequence[EvalScore] = (),
     base_weights: str | None = None,
     derived_from: Sequence[Any] = (),
+    kind: str = "adapter",
 ) -> str:
-    """The adapter's README: PEFT metadata, the datasets, the environment version, and model-index when scored."""
+    """The policy's README: the datasets, the environment version, model-index when scored, and, by `kind`, PEFT
+    metadata (``"adapter"``) or a full fine-tune's (``"full"``: ``library_name: transformers``,
+    ``base_model_relation: finetune``, tag ``full-fine-tune``; body from ``model.md``)."""
+    if kind not in ("adapter", "full"):
+        raise ValueError(f"kind={kind!r} is not 'adapter' or 'full'")
     from huggingface_hub import EvalResult, ModelCardData
 
     environment = next((link.ref for link in links if link.role == "environment"), "(not recorded)")
@@ -138,11 +144,13 @@ def adapter_card(
         )
         for r in results
     ]
+    full = kind == "full"
     data = ModelCardData(
         base_model=base_model,
-        library_name="peft",
+        base_model_relation="finetune" if full else None,
+        library_name="transformers" if full else "peft",
         pipeline_tag="text-generation",
-        tags=[*CARD_TAGS, "lora"],
+        tags=[*CARD_TAGS, "full-fine-tune" if full else "lora"],
         datasets=[link.repo_id for link in links if link.role == "trajectories"] or None,
         model_name=repo_id if evals else None,
         eval_results=evals or None,
@@ -151,7 +159,7 @@ def adapter_card(
     base_url = None if _is_path(base_model) else f"{HUB_URL}/{base_model}"
     ref = f"hf://{repo_id}@{tag}"
     return _render(
-        "adapter",
+        "model" if full else "adapter",
         data,
         repo_id=repo_id,
         tag=tag,

@@ -3,7 +3,9 @@
 `load_interface("alice/run1-env@v3")` returns the `InterfaceSnapshot`, `load_trajectories(ref)` a
 `datasets.Dataset` (configuration ``trajectories`` or ``diagnoses``, read through the card's ``configs:`` with
 `datasets.load_dataset`), `load_adapter(ref)` a `peft.PeftModel` on its base model, the base loaded with
-`seal_hub.models.load_policy` (the same tokenizer-template and embedding handling as in training). References
+`seal_hub.models.load_policy` (the same tokenizer-template and embedding handling as in training), and
+`load_model(ref)` any published policy: that `PeftModel` for an adapter, the model itself (``AutoModelForCausalLM``
+through `load_policy`) for a full fine-tune's version (`seal_hub.hub.policy`). References
 follow `seal_hub.hub.registry` (``local://`` or ``hf://`` pick the backend; a missing type defaults to the
 artifact's own: dataset for the first two, model for adapters).
 
@@ -25,6 +27,7 @@ from seal_hub.hub.registry import HubError, Ref, RepoType, registry_for, with_ty
 if TYPE_CHECKING:
     from datasets import Dataset
     from peft import PeftModel
+    from transformers import PreTrainedModel
 
     from seal_hub.interface import InterfaceSnapshot
     from seal_hub.models import PolicyConfig
@@ -71,20 +74,25 @@ def load_trajectories(ref: str | Ref, config: str = "trajectories") -> Dataset:
 
 
 def adapter_base(folder: Path) -> tuple[str, str | None]:
-    """The base model id (and revision) an adapter folder names: card metadata first, then adapter_config.json."""
-    from seal_hub.hub.artifacts import ADAPTER_CONFIG
+    """The base model id (and revision) a policy folder names: card metadata first, then (adapters)
+    adapter_config.json. A full fine-tune's base is the model it was fine-tuned from, which only its card names."""
     from seal_hub.hub.cards import card_metadata
+    from seal_hub.hub.policy import ADAPTER_CONFIG, policy_kind
     from seal_hub.models import parse_model_id
 
-    config_path = folder / ADAPTER_CONFIG
-    if not config_path.is_file():
-        raise HubError(f"{folder}: no {ADAPTER_CONFIG}; is it an adapter repository?")
-    config = json.loads(config_path.read_text(encoding="utf-8"))
+    try:
+        kind = policy_kind(folder)
+    except FileNotFoundError:
+        raise HubError(
+            f"{folder}: no {ADAPTER_CONFIG} nor config.json; is it a policy (<run>-adapter) repository?"
+        ) from None
+    config = json.loads((folder / ADAPTER_CONFIG).read_text(encoding="utf-8")) if kind == "adapter" else {}
     readme = folder / "README.md"
     card = card_metadata(readme.read_text(encoding="utf-8")) if readme.is_file() else {}
     base = card.get("base_model") or config.get("base_model_name_or_path")
     if not base:
-        raise HubError(f"{folder}: neither the card nor {ADAPTER_CONFIG} names the base model; pass base=...")
+        where = "the card" if kind == "full" else f"neither the card nor {ADAPTER_CONFIG}"
+        raise HubError(f"{folder}: {where} names the base model; pass base=...")
     repo_id, revision = parse_model_id(base)
     return repo_id, revision or config.get("revision")
 
@@ -95,13 +103,17 @@ def load_adapter(
     """A `PeftModel`: the adapter at `ref` on its base model.
 
     `base` overrides the base: a `PolicyConfig`, or a model id / local path (default: the one the adapter names).
-    Other keyword arguments go to `PolicyConfig` (e.g. ``dtype="bfloat16"``, ``load_in_4bit=True``).
+    Other keyword arguments go to `PolicyConfig` (e.g. ``dtype="bfloat16"``, ``load_in_4bit=True``). A full
+    fine-tune's version has no adapter: `load_model` loads it.
     """
     from peft import PeftModel
 
+    from seal_hub.hub.policy import policy_kind
     from seal_hub.models import PolicyConfig, load_policy
 
     folder = fetch(ref, "model")
+    if policy_kind(folder) == "full":
+        raise HubError(f"{ref} holds a full fine-tune (the whole model), not an adapter: seal_hub.load_model({ref!r})")
     if isinstance(base, PolicyConfig):
         config = base
     else:
@@ -110,3 +122,21 @@ def load_adapter(
         config = PolicyConfig(model_name_or_path=repo_id, **pinned, **policy)
     model, _tokenizer = load_policy(config)
     return PeftModel.from_pretrained(model, str(folder), is_trainable=trainable)
+
+
+def load_model(ref: str | Ref, *, trainable: bool = False, **policy: Any) -> PeftModel | PreTrainedModel:
+    """The policy published at `ref`, either kind: an adapter on its base (`load_adapter`), or a full fine-tune's
+    model loaded by itself. Keyword arguments go to `PolicyConfig` (e.g. ``dtype="bfloat16"``)."""
+    from seal_hub.hub.policy import policy_kind
+    from seal_hub.models import PolicyConfig, load_policy
+
+    folder = fetch(ref, "model")
+    try:
+        kind = policy_kind(folder)
+    except FileNotFoundError:
+        raise HubError(f"{ref}: this revision holds no policy (adapter_config.json or config.json)") from None
+    if kind == "adapter":
+        return load_adapter(ref, trainable=trainable, **policy)
+    model, _tokenizer = load_policy(PolicyConfig(model_name_or_path=str(folder), **policy))
+    model.requires_grad_(trainable)  # as PEFT's is_trainable: frozen and in eval mode unless asked
+    return model.train(trainable)

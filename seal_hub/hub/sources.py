@@ -4,7 +4,8 @@
 registry once which commit the revision names now, downloads that commit (never the tag or branch again), loads the
 object and returns a `Resolved`: the object, the `Source` (repository, revision as asked, commit) and the local
 folder. Kinds: ``"environment"`` (an `InterfaceSnapshot` from a ``<run>-env`` dataset repository) and
-``"adapter"`` (a `PublishedAdapter`: the PEFT folder and the base model it names, from a model repository). The
+``"adapter"`` (a `PublishedAdapter`: the policy folder, a PEFT adapter or a full fine-tune's model
+(`seal_hub.hub.policy`), and the base model it names, from a model repository). The
 recipe (``--interface``, ``--init_adapter``), ``seal-hub rollout`` (``--interface``, ``--adapter``) and
 `seal_hub.load_environment` all resolve through it, so every consumer pins and records the same way. A missing
 repository or revision fails at once with a `HubError` naming what exists: the repository's versions, or the
@@ -18,7 +19,9 @@ Design choices: `derive_interface` makes a run's first snapshot from a published
 components, rho and cause, the same version number (so the run's own evolutions continue at the next number), no
 parent in the run's lineage, and `origin` naming the source at its commit; its rendering is the source's, byte for
 byte. `check_base_model` compares an adapter's base with the policy by id (a converted local stand-in counts as the
-id it stands in for; a revision only when both name one) and fails with one line naming both.
+id it stands in for; a revision only when both name one) and fails with one line naming both. `attach_adapter`
+puts a published policy on that base: PEFT's adapter, or a full fine-tune's weights loaded in place (the same
+architecture; so `seal-hub eval --adapter`, `seal-hub rollout --adapter` and ``--init_adapter`` take both kinds).
 
 Not covered: publishing (`seal_hub.hub.artifacts`), trajectory datasets as sources (`load_trajectories`), and
 merging adapters for export.
@@ -48,6 +51,7 @@ from seal_hub.hub.registry import (
 if TYPE_CHECKING:
     from peft import PeftModel
 
+    from seal_hub.hub.policy import PolicyKind
     from seal_hub.interface import InterfaceSnapshot
 
 Kind = Literal["environment", "adapter"]
@@ -102,11 +106,13 @@ class Source:
 
 @dataclass(frozen=True)
 class PublishedAdapter:
-    """A PEFT adapter folder and the base model it was trained on (card metadata, else adapter_config.json)."""
+    """A published policy folder and the base model it was trained from (card metadata, else adapter_config.json);
+    `kind` 'adapter' (PEFT files) or 'full' (a full fine-tune: the whole model)."""
 
     folder: Path
     base_model: str
     base_revision: str | None = None
+    kind: PolicyKind = "adapter"
 
     @property
     def base(self) -> str:
@@ -133,7 +139,7 @@ def _existing(registry: Registry, ref: Ref) -> str:
 
 
 def _load(kind: Kind, folder: Path, where: str) -> Any:
-    from seal_hub.hub.artifacts import ADAPTER_CONFIG, INTERFACE_FILE
+    from seal_hub.hub.artifacts import INTERFACE_FILE
 
     if kind == "environment":
         from seal_hub.interface import load_snapshot
@@ -142,11 +148,17 @@ def _load(kind: Kind, folder: Path, where: str) -> Any:
             raise HubError(f"{where}: this revision holds no {INTERFACE_FILE}; is it an environment (<run>-env) repo?")
         return load_snapshot(folder / INTERFACE_FILE)
     from seal_hub.hub.loading import adapter_base
+    from seal_hub.hub.policy import ADAPTER_CONFIG, MODEL_CONFIG, policy_kind
 
-    if not (folder / ADAPTER_CONFIG).is_file():
-        raise HubError(f"{where}: this revision holds no {ADAPTER_CONFIG}; is it an adapter (<run>-adapter) repo?")
+    try:
+        kind = policy_kind(folder)
+    except FileNotFoundError:
+        raise HubError(
+            f"{where}: this revision holds no {ADAPTER_CONFIG} nor {MODEL_CONFIG}; is it a policy (<run>-adapter) "
+            "repository?"
+        ) from None
     base_model, base_revision = adapter_base(folder)
-    return PublishedAdapter(folder, base_model, base_revision)
+    return PublishedAdapter(folder, base_model, base_revision, kind)
 
 
 def resolve_reference(ref: str | Ref, kind: Kind, *, registry: Registry | None = None) -> Resolved[Any]:
@@ -242,9 +254,21 @@ def check_base_model(adapter: Resolved[PublishedAdapter], model: str, revision: 
 
 
 def attach_adapter(model: Any, adapter: Resolved[PublishedAdapter], *, trainable: bool = False, merge: bool = False):
-    """`model` with the published adapter loaded (its own LoRA configuration); `merge` folds it into the weights."""
+    """`model` with the published adapter loaded (its own LoRA configuration); `merge` folds it into the weights.
+
+    A full fine-tune's version replaces `model`'s weights in place (its base: same architecture and shapes) and
+    returns `model`; `trainable` and `merge` change nothing there."""
     from peft import PeftModel
 
+    if adapter.value.kind == "full":
+        from seal_hub.hub.policy import load_weights
+
+        try:
+            load_weights(model, adapter.value.folder)
+        except (RuntimeError, ValueError) as exc:  # shapes or parameters that do not fit this base
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise SourceError(f"full model {adapter.source.describe()} does not fit this base: {first}") from None
+        return model
     try:
         peft_model: PeftModel = PeftModel.from_pretrained(model, str(adapter.folder), is_trainable=trainable)
     except (RuntimeError, ValueError, KeyError) as exc:  # shapes or modules that do not fit this base

@@ -4,8 +4,8 @@
 hit moves it to the back, a miss loads it with `load(name)`, then the oldest entries are dropped until at most
 `max_count` remain and their weights total at most `max_bytes`. A policy larger than `max_bytes` on its own is
 refused with one line once loaded, and not kept. `load_named(name)` is the loader the Space uses: ``tiny``,
-``demo``, a published adapter (``NS/RUN-adapter@iter-k``, on the base model its card names), else a model id or
-(local use only) a directory.
+``demo``, a published policy (``NS/RUN-adapter@iter-k``: an adapter on the base model its card names, or a full
+fine-tune's model by itself), else a model id or (local use only) a directory.
 
 Design choice: loads run one at a time under the cache's lock, so concurrent visitors never load two copies of
 one policy nor several policies at once; an entry's size is its parameters' and buffers' bytes, which is what
@@ -99,7 +99,11 @@ def load_named(name: str) -> tuple[Any, Any]:
         if "-adapter" in name.split("@", 1)[0]:
             from peft import PeftModel
 
+            from seal_hub.hub.policy import policy_kind
+
             folder = fetch(name, "model")
+            if policy_kind(folder) == "full":  # a full fine-tune's version: the whole model
+                return load_policy(PolicyConfig(model_name_or_path=str(folder)))
             base, revision = adapter_base(folder)
             model, tokenizer = load_policy(PolicyConfig(model_name_or_path=base, model_revision=revision))
             return PeftModel.from_pretrained(model, str(folder)), tokenizer

@@ -29,8 +29,8 @@ trackio project.
 
 Reuse what others published: `--interface ns/run-env@v3` trains against that environment version (fixed with
 `--env_adaptation false`, else evolving from it as v4, v5, ...), `--init_adapter ns/run-adapter@iter-3` starts
-the policy from that adapter (same base model). Both resolve once to a commit, recorded in
-`<output_dir>/sources.json` and named on every published card.
+the policy from that adapter (same base model), or from a full fine-tune's weights when that run published one.
+Both resolve once to a commit, recorded in `<output_dir>/sources.json` and named on every published card.
 
 Arguments: `SealScriptArguments` below, `seal_hub.training.trainer.SealConfig` (TRL's GRPOConfig plus SEAL's fields)
 and `seal_hub.models.PolicyConfig` (TRL's ModelConfig); YAML keys and flags are the field names.
@@ -146,7 +146,8 @@ class SealScriptArguments:
         default=None,
         metadata={
             "help": "Start the policy from a published LoRA adapter ('ns/name-adapter@iter-3'); its base model must "
-            "be model_name_or_path. Its own LoRA configuration is kept (merged into the weights when use_peft is off)."
+            "be model_name_or_path. Its own LoRA configuration is kept (merged into the weights when use_peft is "
+            "off). A full fine-tune's version gives the weights, trained as use_peft says."
         },
     )
     task_order: str = field(
@@ -248,7 +249,8 @@ def main(script_args: SealScriptArguments, training_args: SealConfig, model_args
     peft_config = lora_config(model_args)
     if adapter is not None:  # the policy starts from the published adapter, with its own LoRA configuration
         model = attach_adapter(model, adapter, trainable=True, merge=not model_args.use_peft)
-        peft_config = None
+        if adapter.value.kind == "adapter":  # a full fine-tune's weights: the base model, LoRA'd as configured
+            peft_config = None
     plan = held_out_plan(suite, script_args, training_args) if script_args.held_out_comparison else None
     base_record = {"id": model_args.model_name_or_path, "revision": model_args.model_revision}
     main_process = PartialState().is_main_process
