@@ -157,8 +157,7 @@ def test_zero3_one_rank_killed_mid_step_ends_the_launch_and_a_relaunch_resumes(t
     model = build_tiny_model(tmp_path / "tiny")
     config = zero3_config(tmp_path / "zero3.yaml", 29650)
     # one learning rate whatever max_steps a launch is given; 4 tasks, 2 steps an epoch: the kill and the resume
-    # fall inside the first epoch (a resume at an epoch boundary shuffles the next epoch differently: TRL's
-    # RepeatSampler keeps one generator across epochs and has no set_epoch, so a relaunch starts it afresh)
+    # fall inside the first epoch (resumes in later epochs: tests/test_trainer.py and tests/test_sampler.py)
     flags = ("--lr_scheduler_type", "constant", "--num_train_tasks", "4")
 
     def run(folder: Path, steps: int, probe: str, **env: str):

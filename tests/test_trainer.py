@@ -176,6 +176,32 @@ def test_resume_after_a_kill_loses_and_duplicates_nothing(suite, tiny_dir, tmp_p
     assert resumed.state.global_step == 3
 
 
+def task_ids(run) -> list[list[str]]:
+    """Each iteration's rollouts' task ids, in the order of its records."""
+    folders = sorted((run / "iterations").iterdir())
+    return [[t.task_id for t in read_trajectories(f / "trajectories.parquet")] for f in folders]
+
+
+def test_a_resume_trains_on_the_tasks_an_uninterrupted_run_trains_on(suite, tiny_dir, tmp_path):
+    """2 tasks, one a step (2 rollouts): an epoch is 2 steps. Resumed at the epoch boundary (checkpoint 2) and
+    inside epoch 1 (checkpoint 3), the run draws each step's task as the uninterrupted run did: the sampler's
+    permutation is a function of (seed, epoch), not of how many epochs this process has iterated."""
+    import shutil
+
+    run = tmp_path / "run"
+    four_steps = lambda: make_trainer(suite, tiny_dir, tmp_path, max_steps=4, per_device_train_batch_size=2)  # noqa: E731
+    four_steps().train()
+    straight = task_ids(run)
+    assert all(len(set(step)) == 1 for step in straight)  # one task a step, its 2 rollouts
+    assert {straight[0][0], straight[1][0]} == {straight[2][0], straight[3][0]} == set(TASKS)  # each epoch: both
+    assert straight[:2] != straight[2:]  # seed 0 orders epoch 1 unlike epoch 0, or this test would prove nothing
+    for kept in (2, 3):  # a kill after checkpoint `kept`: the later checkpoints are lost
+        for step in range(kept + 1, 5):
+            shutil.rmtree(run / f"checkpoint-{step}")
+        four_steps().train(resume_from_checkpoint=True)
+        assert task_ids(run) == straight, f"resumed from checkpoint-{kept}"
+
+
 def test_checkpointed_iterations_are_published_with_their_three_artifacts(suite, tiny_dir, tmp_path, monkeypatch):
     from seal_hub.hub import PublishConfig, get_registry
 
