@@ -9,9 +9,7 @@ import json
 import pytest
 import torch
 from safetensors.torch import load_file
-from scripted import ScriptedBackend
-
-from seal_hub.toolcalls import format_tool_calls
+from scripted import half_right
 
 TASKS = ["multi_turn_base_1", "multi_turn_base_3"]
 RUN = "demo/full-run"
@@ -23,23 +21,6 @@ def tiny_dir(tmp_path_factory):
     from seal_hub.models import build_tiny_model
 
     return build_tiny_model(tmp_path_factory.mktemp("tiny"))
-
-
-def half_right(suite):
-    """Rollout 0 of each task answers with the ground truth (reward 1), rollout 1 says "Done." (reward 0)."""
-
-    def script(session, step, request):
-        task_id, index = session.split("#")[:2]
-        if index != "0":
-            return "Done."
-        texts = []
-        for calls in suite.task(task_id).ground_truth:
-            if calls:
-                texts.append(format_tool_calls(calls, "hermes"))
-            texts.append("Done.")
-        return texts[step]
-
-    return lambda model, tokenizer, step: ScriptedBackend(tokenizer, script)
 
 
 def full_trainer(suite, tiny_dir, tmp_path):
