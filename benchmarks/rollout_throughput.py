@@ -13,9 +13,9 @@ each) through the same `RolloutEngine` with the same policy, greedy decoding and
 - sequential: one episode at a time through `model.generate` (`SequentialBackend`), the oracle of the tests;
 - vllm-cpu (with `--vllm-python`, `--model demo`): vLLM's own server on loopback, started from a Python that has
   vLLM (the CPU build: `recipes/install/vllm-cpu-server.sh`), the same weights in fp32, prefix caching on, reached
-  through SEAL's server-mode client (`VLLMServerBackend`) as training in `vllm_mode: server` reaches it. Its server
-  process binds its own cores (vLLM's CPU backend keeps one for itself), so it is a second comparison, printed as
-  `rollout tokens/s, ours / vllm-cpu: X.XXx` just before the last line, and not the anchor.
+  through SEAL's server-mode client (`VLLMServerBackend`) as training in `vllm_mode: server` reaches it, its engine
+  bound to the cores ours uses (`VLLM_CPU_OMP_THREADS_BIND=0-<torch threads - 1>`; vLLM's default keeps one back).
+  A second comparison, not the anchor: `rollout tokens/s, ours / vllm-cpu: X.XXx`, printed before the anchor's.
 
 Greedy decoding makes them produce the same tokens, which the script checks before any rate counts: an anchor
 whose tokens differ is reported and left out of the ratio (padding changes matmul shapes, so near-tied logits of
@@ -64,9 +64,11 @@ def vllm_engine(python: str, path: Path, eos: list[int]) -> Iterator[VLLMServerB
     """A loopback vLLM serving `path`, up only while its own engine runs (an idle vLLM CPU engine still holds its
     cores), reached through `VLLMServerBackend`. Its start-up is not counted."""
     flags = ["--dtype", "float32", "--max-model-len", "8192", "--gpu-memory-utilization", "0.1"]  # SmolLM2: 8192
+    # the cores ours computes on (its torch threads), not vLLM's default binding, which keeps one core back
+    env = {"VLLM_CPU_KVCACHE_SPACE": "2", "VLLM_CPU_OMP_THREADS_BIND": f"0-{torch.get_num_threads() - 1}"}
     with tempfile.TemporaryDirectory() as logs:
         started = time.perf_counter()
-        with vllm_server(Path(python), path, Path(logs) / "server.log", flags, {"VLLM_CPU_KVCACHE_SPACE": "2"}) as url:
+        with vllm_server(Path(python), path, Path(logs) / "server.log", flags, env) as url:
             print(f"vllm-cpu server up in {time.perf_counter() - started:.0f} s (not counted)")
             yield VLLMServerBackend(url, eos)
 
@@ -139,12 +141,12 @@ def run(args, model, tokenizer, path: Path) -> None:
         print(f"ours vs {name}: {verdict}; tokens/s ours / {name}: {rate / other_rate:.2f}x")
         if same == len(ours) and name.startswith("transformers"):
             matched[name] = other_rate
+    if "vllm-cpu" in runs:
+        print(f"rollout tokens/s, ours / vllm-cpu: {rate / runs['vllm-cpu'][1]:.2f}x")
     if not matched:
         raise SystemExit("no transformers engine produced our tokens: the comparison would be meaningless")
     anchor = max(matched, key=matched.get)
     print(f"anchor: {anchor} (the faster transformers engine with identical tokens)")
-    if "vllm-cpu" in runs:
-        print(f"rollout tokens/s, ours / vllm-cpu: {rate / runs['vllm-cpu'][1]:.2f}x")
     print(f"rollout tokens/s, ours / transformers: {rate / matched[anchor]:.2f}x")
 
 
