@@ -10,6 +10,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 from scripted import half_right
+from tiny_run import tiny_run_settings
 
 TASKS = ["multi_turn_base_1", "multi_turn_base_3"]
 RUN = "demo/full-run"
@@ -28,24 +29,7 @@ def full_trainer(suite, tiny_dir, tmp_path):
     from seal_hub.training import SealConfig, SealTrainer
 
     model, tokenizer = load_policy(PolicyConfig(model_name_or_path=str(tiny_dir), use_peft=False))
-    config = SealConfig(
-        output_dir=str(tmp_path / "run"),
-        per_device_train_batch_size=4,
-        num_generations=2,
-        max_steps=2,
-        learning_rate=5e-2,
-        logging_steps=1,
-        save_strategy="steps",
-        save_steps=1,
-        report_to=[],
-        max_new_tokens=2048,
-        max_completion_length=8192,
-        beta=0.0,
-        use_cpu=True,
-        seed=0,
-        max_context_tokens=16384,
-        disable_tqdm=True,
-    )
+    config = SealConfig(**tiny_run_settings(tmp_path))
     return SealTrainer(
         model, config, suite, suite.select(TASKS), tokenizer, policy_id="tiny", backend_factory=half_right(suite)
     )

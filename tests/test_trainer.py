@@ -8,6 +8,7 @@ import json
 import pytest
 import torch
 from scripted import ScriptedBackend, half_right
+from tiny_run import tiny_run_settings
 
 from seal_hub.diagnosis import DEFAULT_RHO, Label, RolloutDiagnosis
 from seal_hub.evolve import SCHEMA_NOTE
@@ -42,25 +43,7 @@ def make_trainer(suite, tiny_dir, tmp_path, backend=None, **overrides):
 
     policy = tiny_policy(tiny_dir)
     model, tokenizer = load_policy(policy)
-    settings = dict(
-        output_dir=str(tmp_path / "run"),
-        per_device_train_batch_size=4,
-        num_generations=2,
-        max_steps=2,
-        learning_rate=5e-2,
-        logging_steps=1,
-        save_strategy="steps",
-        save_steps=1,
-        report_to=[],
-        max_new_tokens=2048,
-        max_completion_length=8192,
-        beta=0.0,
-        use_cpu=True,
-        seed=0,
-        max_context_tokens=16384,
-        disable_tqdm=True,
-    )
-    settings.update(overrides)
+    settings = tiny_run_settings(tmp_path, **overrides)
     return SealTrainer(
         model,
         SealConfig(**settings),
