@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from transformers import TrainerCallback
 from vllm_double import VLLMDouble
 
 from seal_hub.rollout import GenerationRequest, PolicyInfo, RolloutConfig, RolloutEngine, SamplingConfig
@@ -143,21 +144,15 @@ class RecordingClient:
         RecordingClient.events.append(("reset",))
 
 
-class NudgeLoRA:
+class NudgeLoRA(TrainerCallback):
     """After every optimizer step, moves each LoRA B matrix: the next sync must carry the moved weights, whatever
     the rewards (a random tiny model's rollouts all score 0, which leaves GRPO's update at zero)."""
 
-    def __new__(cls):
-        from transformers import TrainerCallback
-
-        class Nudge(TrainerCallback):
-            def on_step_end(self, args, state, control, model=None, **kwargs):
-                with torch.no_grad():
-                    for name, param in model.named_parameters():
-                        if "lora_B" in name:
-                            param.add_(0.05)
-
-        return Nudge()
+    def on_step_end(self, args, state, control, model=None, **kwargs):
+        with torch.no_grad():
+            for name, param in model.named_parameters():
+                if "lora_B" in name:
+                    param.add_(0.05)
 
 
 def test_the_trainer_in_server_mode_generates_through_the_server_after_streaming_the_merged_policy(
