@@ -14,6 +14,7 @@ from seal_hub.diagnosis import DEFAULT_RHO, Label, RolloutDiagnosis
 from seal_hub.evolve import SCHEMA_NOTE
 from seal_hub.rollout.records import read_trajectories
 from seal_hub.run_records import load_state
+from seal_hub.toolcalls import format_tool_calls
 
 TASKS = ["multi_turn_base_1", "multi_turn_base_3"]
 
@@ -310,3 +311,115 @@ def test_seal_config_refuses_to_resume_without_callback_states(tmp_path):
         SealConfig(
             output_dir=str(tmp_path), use_cpu=True, num_generations=2, restore_callback_states_from_checkpoint=False
         )
+
+
+def outcome_backend(suite, outcomes: dict[str, str]):
+    """A backend factory whose rollouts of each task pass or fail by `outcomes[task]`: 'pass' (every rollout
+    replays the ground truth), 'fail' (every rollout says "Done."), 'half' (rollout 0 passes, the rest fail)."""
+
+    def script(session, step, request):
+        task_id, index = session.split("#")[:2]
+        if outcomes[task_id] == "fail" or (outcomes[task_id] == "half" and index != "0"):
+            return "Done."
+        texts = []
+        for calls in suite.task(task_id).ground_truth:
+            if calls:
+                texts.append(format_tool_calls(calls, "hermes"))
+            texts.append("Done.")
+        return texts[step]
+
+    return lambda model, tokenizer, step: ScriptedBackend(tokenizer, script)
+
+
+MIXED = {
+    "multi_turn_base_0": "pass",
+    "multi_turn_base_1": "fail",
+    "multi_turn_base_2": "half",
+    "multi_turn_base_3": "fail",
+    "multi_turn_base_4": "half",
+    "multi_turn_base_5": "pass",
+}
+
+
+def mixed_trainer(suite, tiny_dir, tmp_path, **overrides):
+    from seal_hub.models import load_policy, lora_config
+    from seal_hub.training import SealConfig, SealTrainer
+
+    policy = tiny_policy(tiny_dir)
+    model, tokenizer = load_policy(policy)
+    settings = tiny_run_settings(tmp_path, **overrides)
+    return SealTrainer(
+        model,
+        SealConfig(**settings),
+        suite,
+        suite.select(list(MIXED)),
+        tokenizer,
+        peft_config=lora_config(policy),
+        policy_id="tiny",
+        backend_factory=outcome_backend(suite, MIXED),
+    )
+
+
+def recorded_step(trainer) -> dict:
+    """Train `trainer` (one step) recording what its rollout_func returned and what TRL scored from it."""
+    seen = {}
+    rollout, score = trainer.rollout_func, trainer._generate_and_score_completions
+
+    def recording_rollout(prompts, _trainer):
+        seen["rollout"] = rollout(prompts, _trainer)
+        return seen["rollout"]
+
+    def recording_score(inputs):
+        seen["scored"] = score(inputs)
+        return seen["scored"]
+
+    trainer.rollout_func, trainer._generate_and_score_completions = recording_rollout, recording_score
+    trainer.train()
+    return seen
+
+
+@pytest.mark.parametrize("mode", ["filter", "replace"])
+def test_dynamic_sampling_trains_kept_groups_only(suite, tiny_dir, tmp_path, mode):
+    """Steps of 2 groups drawn from tasks that always pass, never pass or pass half the time: the slots TRL trains
+    hold informative groups only, masked slots (no informative group left to fill them) count no token in the
+    loss normaliser, and the records keep every group drawn. Step 2 (seed 0) finds one informative group in two
+    draws: filter masks the other slot, replace fills it with a copy."""
+    trainer = mixed_trainer(
+        suite, tiny_dir, tmp_path, dynamic_sampling=mode, max_extra_draws=1, max_steps=2, env_adaptation=False
+    )
+    seen = recorded_step(trainer)
+    rewards, masks = seen["rollout"]["seal_reward"], seen["rollout"]["env_mask"]
+    slots = [(rewards[i : i + 2], masks[i : i + 2]) for i in range(0, len(rewards), 2)]
+    trained = [r for r, m in slots if any(map(any, m))]
+    assert all(len(set(r)) == 2 for r in trained)  # every trained group's rewards differ
+    assert int(seen["scored"]["num_items_in_batch"]) == sum(sum(m) for m in masks)  # masked: out of the normaliser
+    run = tmp_path / "run" / "iterations" / "step_000002"
+    groups = json.loads((run / "metrics.json").read_text())["groups"]
+    assert groups["kept"] == 1, "seed 0's step 2 no longer leaves a slot empty: this test would prove less"
+    recorded = [t.reward for t in read_trajectories(run / "trajectories.parquet")]
+    drawn = [recorded[i : i + 2] for i in range(0, len(recorded), 2)]  # every group drawn, in draw order
+    assert groups["drawn"] == len(drawn) and groups["kept"] == sum(len(set(r)) == 2 for r in drawn)
+    assert groups["trained"] == len(trained) and groups["trained"] + groups["masked"] == 2
+    if mode == "replace":
+        assert groups["masked"] == 0 and groups["copies"] == 1 and rewards[:2] == rewards[2:]
+    else:
+        assert groups["trained"] == 1 and groups["masked"] == 1
+
+
+def test_dynamic_sampling_and_the_frontier_resume_drawing_what_an_uninterrupted_run_draws(suite, tiny_dir, tmp_path):
+    """Three steps with extra draws and frontier task sampling, uninterrupted and resumed from checkpoint 1 and 2:
+    every step draws the same tasks (the draws depend on the seed, the step and the checkpointed pass rates)."""
+    import shutil
+
+    run = tmp_path / "run"
+    settings = dict(dynamic_sampling="filter", max_extra_draws=2, task_sampler="frontier", max_steps=3)
+    mixed_trainer(suite, tiny_dir, tmp_path, **settings).train()
+    straight = task_ids(run)
+    assert len({tuple(step) for step in straight}) > 1  # the steps drew different tasks, or this proves nothing
+    for kept in (2, 1):
+        for step in range(kept + 1, 4):
+            shutil.rmtree(run / f"checkpoint-{step}")
+        mixed_trainer(suite, tiny_dir, tmp_path, **settings).train(resume_from_checkpoint=True)
+        assert task_ids(run) == straight, f"resumed from checkpoint-{kept}"
+    state = load_state(run / "checkpoint-3")["task_sampler"]
+    assert state["kind"] == "frontier" and state["latest"]

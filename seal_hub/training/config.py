@@ -14,6 +14,8 @@ from trl import GRPOConfig
 from seal_hub.config_checks import require_at_least_one
 from seal_hub.evolve import INTERFACE_MODES, EvolveSettings
 from seal_hub.toolcalls import check_parser_style
+from seal_hub.training.groups import DYNAMIC_SAMPLING
+from seal_hub.training.task_sampler import TASK_SAMPLERS
 
 
 @dataclass
@@ -25,6 +27,29 @@ class SealConfig(GRPOConfig, EvolveSettings):
     reweighting: bool = field(default=True, metadata={"help": "Multiply GRPO advantages by the rollout weight."})
     closed_loop: bool = field(default=True, metadata={"help": "Update rho every step from the failure window."})
     evolve_every: int = field(default=1, metadata={"help": "Generation steps between interface evolutions (K)."})
+    dynamic_sampling: str = field(
+        default="none",
+        metadata={
+            "help": "Informative groups (seal_hub.training.groups). 'none': train on the groups drawn (the paper); "
+            "'filter': keep groups whose rewards differ, draw more (max_extra_draws) until the step is full, mask "
+            "slots still empty out of the loss; 'replace': the same draws, empty slots filled with copies of kept "
+            "groups.",
+            "choices": list(DYNAMIC_SAMPLING),
+        },
+    )
+    max_extra_draws: int = field(
+        default=2,
+        metadata={"help": "Extra generation rounds a step may make under dynamic_sampling (0: the step's own only)."},
+    )
+    task_sampler: str = field(
+        default="uniform",
+        metadata={
+            "help": "Which training tasks a step draws (seal_hub.training.task_sampler). 'uniform': TRL's shuffled "
+            "order (the paper); 'frontier': weighted by each task's latest pass rate toward tasks whose groups "
+            "disagree (always-passed and never-passed tasks drawn about 20x less).",
+            "choices": list(TASK_SAMPLERS),
+        },
+    )
     max_new_tokens: int = field(default=256, metadata={"help": "Tokens one model step (one reply) may generate."})
     max_context_tokens: int = field(default=8192, metadata={"help": "Longest token sequence of one episode."})
     max_steps_per_turn: int = field(default=20, metadata={"help": "Calling steps allowed in one user turn."})
@@ -106,6 +131,14 @@ class SealConfig(GRPOConfig, EvolveSettings):
                 "min_p and repetition_penalty are not applied by SEAL's rollout engine (it samples with temperature, "
                 "top_p and top_k); leave them unset"
             )
+        if self.dynamic_sampling not in DYNAMIC_SAMPLING:
+            raise ValueError(
+                f"dynamic_sampling must be one of {', '.join(DYNAMIC_SAMPLING)}, got {self.dynamic_sampling!r}"
+            )
+        if self.max_extra_draws < 0:
+            raise ValueError(f"max_extra_draws must be >= 0 (0: no extra generation), got {self.max_extra_draws}")
+        if self.task_sampler not in TASK_SAMPLERS:
+            raise ValueError(f"task_sampler must be one of {', '.join(TASK_SAMPLERS)}, got {self.task_sampler!r}")
         if self.interface_mode not in INTERFACE_MODES:
             raise ValueError(f"interface_mode must be 'released' or 'full', got {self.interface_mode!r}")
         EvolveSettings.__post_init__(self)  # the evolution thresholds (GRPOConfig's chain does not reach it)

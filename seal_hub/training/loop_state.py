@@ -2,7 +2,8 @@
 
 What a resumed run needs besides the weights and the optimizer: the generation count (which decides when the
 interface evolves next), the epoch the closed-loop window belongs to, rho, the window's diagnoses, the interface
-the next rollouts are shown, and the interface versions made so far (what a resume keeps in the snapshot store).
+the next rollouts are shown, the interface versions made so far (what a resume keeps in the snapshot store), and
+the task sampler's pass-rate table (`seal_hub.training.task_sampler`: what the next draws are weighed by).
 `SealLoopState` is a `TrainerCallback` that is also transformers' `ExportableState`: its `state()` goes into
 ``checkpoint-N/trainer_state.json`` under ``stateful_callbacks["SealLoopState"]``, written by transformers'
 own `_save_checkpoint` as the checkpoint's last file, and transformers restores it on resume when
@@ -47,6 +48,7 @@ def export_loop_state(trainer: SealTrainer) -> dict[str, Any]:
         ],
         "interface": trainer.interface.model_dump(mode="json"),
         "interface_versions": trainer.store.versions(),
+        "task_sampler": trainer.task_sampler.state(),
     }
 
 
@@ -60,6 +62,7 @@ def import_loop_state(trainer: SealTrainer, data: dict[str, Any]) -> None:
         for d in data["window"]
     ]
     trainer.interface = InterfaceSnapshot.model_validate(data["interface"])
+    trainer.task_sampler.load_state(data.get("task_sampler", {}))  # checkpoints before the task sampler: none seen
 
 
 class SealLoopState(TrainerCallback, ExportableState):

@@ -13,9 +13,12 @@ policy tokens, 0 for tool output and user turns, which TRL then leaves out of th
 `rollout_func` receives the prompts already repeated `num_generations` times and returns one completion per
 entry; each prompt here is a task id.
 
-Each generation step: rollouts (reward = the verifier's verdict) -> one label per turn -> rho updated by the
-closed-loop rule over the epoch's window, now holding this batch -> w_j per rollout with that rho (the paper's
-released order) -> every `evolve_every` generations a new interface version for the next rollouts.
+Each generation step: the step's tasks (TRL's shuffled draw, or with `task_sampler: frontier` a draw weighted by
+each task's latest pass rate, `task_sampler.py`) -> rollouts (reward = the verifier's verdict), and with
+`dynamic_sampling` more draws until the step's groups are informative (`groups.py`) -> one label per turn -> rho
+updated by the closed-loop rule over the epoch's window, now holding every group drawn -> w_j per rollout with that
+rho (the paper's released order) -> every `evolve_every` generations a new interface version for the next rollouts.
+TRL trains the step's slots: this rank's share of the chosen groups, gathered from every rank's rollouts.
 `_generate_and_score_completions` multiplies TRL's group-normalised advantages by w_j (sign kept). Switches
 for the paper's ablations: `env_adaptation`, `reweighting`, `closed_loop`; all three off is vanilla GRPO on
 the same budget. With `eval_every_steps`, a held-out evaluation (`seal_hub.training.held_out`) runs after every N-th
@@ -92,11 +95,13 @@ from seal_hub.run_records import (
 )
 from seal_hub.snapshot_store import SnapshotStore
 from seal_hub.training.config import SealConfig
+from seal_hub.training.groups import Group, StepPlan, groups_of, plan_step
 from seal_hub.training.held_out import HeldOutResult, HeldOutSettings, evaluate_held_out, write_held_out
 from seal_hub.training.loop_state import LoopStateBinder, SealLoopState, export_loop_state, import_loop_state
 from seal_hub.training.sampler import EpochRepeatSampler, SamplerEpoch
 from seal_hub.training.shared_prompt import shared_prompt_logps, shares_prompts
 from seal_hub.training.suites import training_suite
+from seal_hub.training.task_sampler import TaskSampler
 
 if TYPE_CHECKING:
     from seal_hub.hub import PublishConfig
@@ -211,6 +216,10 @@ class SealTrainer(GRPOTrainer):
         self.window_epoch = 0
         self.store = SnapshotStore(Path(args.output_dir) / "interfaces")
         self._weights: list[float] | None = None
+        self.train_ids = [task.id for task in train_tasks]
+        self.task_sampler = TaskSampler(
+            args.task_sampler, args.num_generations or 8, {task.id: task.category for task in train_tasks}
+        )
         self._vllm_server: GenerationBackend | None = None  # server mode's client, made on first use
         self._generations = 0
         self._sampler_epoch = SamplerEpoch()  # sets the training sampler's epoch (sampler.py)
@@ -301,11 +310,57 @@ class SealTrainer(GRPOTrainer):
             yield model
 
     def _rollout(self, prompts: list[str], trainer: GRPOTrainer) -> dict[str, list]:
+        """One generation step: this rank's share of the step's groups (`_draw_step`), each rank's rollouts gathered,
+        the loop updated from all of them, and this rank's slots of the trained groups handed to TRL."""
         args: SealConfig = self.args
-        tasks = self.suite.select(prompts)
-        tokenizer = self.processing_class
         step = self.state.global_step
-        config = RolloutConfig(
+        interface = self.interface
+        with self._generation_model() as model:
+            backend = self.backend_factory(model, self.processing_class, step)
+            engine = RolloutEngine(
+                backend,
+                self.processing_class,
+                self.suite,
+                self._rollout_config(step),
+                PolicyInfo(self.policy_id),
+                interface,
+            )
+            pool, plan = self._draw_step(engine, list(prompts), step)
+        all_trajectories, all_diagnoses = pool
+        # the released order: observe the batch (every group drawn), update rho, then weight it with the new rho
+        rho = self.window.step(all_diagnoses)
+        self.task_sampler.observe((t.task_id, t.passed) for t in all_trajectories)
+        all_weights = [d.weight(rho) if args.reweighting else 1.0 for d in all_diagnoses]
+        everyone = all_trajectories, all_diagnoses, all_weights
+        self._update_loop()
+        if self.accelerator.is_main_process:
+            metrics = iteration_metrics(*everyone, rho, interface) | {"groups": plan.metrics()}
+            write_iteration(args.output_dir, step + 1, everyone[0], everyone[1], metrics, rho)
+            kill_point("rollout")
+        self._log_seal_metrics(*everyone, rho, interface, plan)  # every rank's batch: the logged values are global
+        positions, masked = self._slots(plan, len(prompts))
+        trajectories = [all_trajectories[i] for i in positions]
+        self._weights = [all_weights[i] for i in positions]
+        # TRL does not cut rollout_func completions: the trained part of an episode (policy and environment tokens
+        # after the prompt) stops at max_completion_length, as verl's response length does; the reward stays the
+        # whole episode's verdict, and the trajectory records keep every token. A masked slot (dynamic sampling
+        # found no informative group for it) trains nothing: its mask is zero, so its tokens leave the loss and its
+        # normaliser.
+        end = args.max_completion_length
+        return {
+            "prompt_ids": [t.token_ids[: t.prompt_length] for t in trajectories],
+            "completion_ids": [t.token_ids[t.prompt_length :][:end] for t in trajectories],
+            "logprobs": [t.logprobs[t.prompt_length :][:end] for t in trajectories],
+            "env_mask": [
+                [0] * len(t.token_mask[t.prompt_length :][:end]) if off else t.token_mask[t.prompt_length :][:end]
+                for t, off in zip(trajectories, masked, strict=True)
+            ],
+            "seal_reward": [t.reward for t in trajectories],
+        }
+
+    def _rollout_config(self, step: int) -> RolloutConfig:
+        args: SealConfig = self.args
+        return RolloutConfig(
             num_generations=1,  # TRL already repeated each prompt num_generations times
             max_live_episodes=args.max_live_episodes,
             max_context_tokens=args.max_context_tokens,
@@ -318,36 +373,55 @@ class SealTrainer(GRPOTrainer):
                 max_steps_per_turn=args.max_steps_per_turn, max_steps_per_episode=args.max_steps_per_episode
             ),
         )
-        interface = self.interface
-        with self._generation_model() as model:
-            backend = self.backend_factory(model, tokenizer, step)
-            engine = RolloutEngine(backend, tokenizer, self.suite, config, PolicyInfo(self.policy_id), interface)
-            trajectories = engine.run(tasks)
-        diagnoses = [diagnose(t, self.suite.task(t.task_id), self.suite.name) for t in trajectories]
-        # every rank's rollouts: the loop updates from all of them, the records keep all of them. The released
-        # order: observe the batch, update rho, then weight this same batch with the new rho.
-        all_trajectories, all_diagnoses = gather_object(trajectories), gather_object(diagnoses)
-        rho = self.window.step(all_diagnoses)
-        self._weights = [d.weight(rho) if args.reweighting else 1.0 for d in diagnoses]
-        all_weights = [d.weight(rho) if args.reweighting else 1.0 for d in all_diagnoses]
-        everyone = all_trajectories, all_diagnoses, all_weights
-        self._update_loop()
-        if self.accelerator.is_main_process:
-            metrics = iteration_metrics(*everyone, rho, interface)
-            write_iteration(args.output_dir, step + 1, everyone[0], everyone[1], metrics, rho)
-            kill_point("rollout")
-        self._log_seal_metrics(*everyone, rho, interface)  # every rank's batch: the logged values are global
-        # TRL does not cut rollout_func completions: the trained part of an episode (policy and environment tokens
-        # after the prompt) stops at max_completion_length, as verl's response length does; the reward stays the
-        # whole episode's verdict, and the trajectory records keep every token.
-        end = args.max_completion_length
-        return {
-            "prompt_ids": [t.token_ids[: t.prompt_length] for t in trajectories],
-            "completion_ids": [t.token_ids[t.prompt_length :][:end] for t in trajectories],
-            "logprobs": [t.logprobs[t.prompt_length :][:end] for t in trajectories],
-            "env_mask": [t.token_mask[t.prompt_length :][:end] for t in trajectories],
-            "seal_reward": [t.reward for t in trajectories],
-        }
+
+    def _draw_step(self, engine: RolloutEngine, prompts: list[str], step: int) -> tuple[tuple[list, list], StepPlan]:
+        """The step's groups: TRL's draw (or, `task_sampler: frontier`, the frontier's draw of as many tasks), and
+        under `dynamic_sampling` extra draws until the step's slots hold informative groups (`groups.plan_step`).
+        Returns every rank's rollouts and diagnoses of every draw, in draw order, and the plan over them."""
+        args: SealConfig = self.args
+        size, world, rank = args.num_generations, self.accelerator.num_processes, self.accelerator.process_index
+        layout = gather_object(list(prompts)) if world > 1 else list(prompts)  # the step's rollouts, every rank's
+        if args.task_sampler != "uniform":
+            tasks = self.task_sampler.draw(self.train_ids, len(layout) // size, args.seed, step, 0)
+            layout = [task_id for task_id in tasks for _ in range(size)]
+        trajectories: list = []
+        diagnoses: list = []
+
+        def run(task_ids: list[str]) -> tuple[list, list]:
+            mine = engine.run(self.suite.select(task_ids))
+            found = [diagnose(t, self.suite.task(t.task_id), self.suite.name) for t in mine]
+            return gather_object(mine), gather_object(found)
+
+        local = len(prompts)
+        first, found = run(layout[rank * local : (rank + 1) * local])
+        trajectories += first
+        diagnoses += found
+
+        def draw_more(count: int, draw: int) -> list[Group]:
+            seen = {t.task_id for t in trajectories}
+            tasks = self.task_sampler.draw(self.train_ids, count, args.seed, step, draw, exclude=seen)
+            more, found = run([task_id for task_id in tasks[rank::world] for _ in range(size)])
+            offset = len(trajectories)
+            trajectories.extend(more)
+            diagnoses.extend(found)
+            return groups_of([t.task_id for t in more], [t.reward for t in more], size, offset)
+
+        groups = groups_of([t.task_id for t in first], [t.reward for t in first], size)
+        plan = plan_step(groups, args.dynamic_sampling, args.max_extra_draws, draw_more, world)
+        return (trajectories, diagnoses), plan
+
+    def _slots(self, plan: StepPlan, local: int) -> tuple[list[int], list[bool]]:
+        """This rank's share of the trained slots: pool positions and whether each is masked. A masked slot is
+        filled with the group first drawn in it (any rollouts of the right shape would do: none of it trains)."""
+        positions: list[int] = []
+        masked: list[bool] = []
+        first = plan.groups[: len(plan.slots)]
+        for index, group in enumerate(plan.slots):
+            chosen = group if group is not None else first[index]
+            positions += chosen.positions
+            masked += [group is None] * len(chosen.positions)
+        start = self.accelerator.process_index * local
+        return positions[start : start + local], masked[start : start + local]
 
     def _update_loop(self) -> None:
         """Maybe the next interface version, from the window that now holds this batch (same on every rank)."""
@@ -360,9 +434,17 @@ class SealTrainer(GRPOTrainer):
                     self.store.put(evolved)
 
     def _log_seal_metrics(
-        self, trajectories, diagnoses, weights: list[float], rho: dict[Label, float], interface: InterfaceSnapshot
+        self,
+        trajectories,
+        diagnoses,
+        weights: list[float],
+        rho: dict[Label, float],
+        interface: InterfaceSnapshot,
+        plan: StepPlan,
     ) -> None:
         metrics = self._metrics["train"]
+        for name, value in plan.metrics().items():
+            metrics[f"seal/groups/{name}"].append(float(value))
         metrics["seal/success_rate"].append(sum(t.passed for t in trajectories) / len(trajectories))
         metrics["seal/mean_weight"].append(sum(weights) / len(weights))
         metrics["seal/interface_version"].append(float(interface.version.lstrip("v") or 0))
