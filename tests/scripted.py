@@ -39,10 +39,18 @@ class ScriptedBackend:
 def half_right(suite):
     """A backend factory for the trainer: rollout 0 of each task answers with the ground truth (reward 1), every
     other rollout says "Done." (reward 0), so each group's rewards differ and GRPO has a gradient."""
+    return outcome_backend(suite, {})
+
+
+def outcome_backend(suite, outcomes: dict[str, str]):
+    """A backend factory whose rollouts of each task pass or fail by `outcomes[task]`: 'pass' (every rollout
+    replays the ground truth), 'fail' (every rollout says "Done."), 'half', the default (rollout 0 of a rank's
+    run passes, the rest fail)."""
 
     def script(session, step, request):
         task_id, index = session.split("#")[:2]
-        if index != "0":
+        outcome = outcomes.get(task_id, "half")
+        if outcome == "fail" or (outcome == "half" and index != "0"):
             return "Done."
         texts = []
         for calls in suite.task(task_id).ground_truth:

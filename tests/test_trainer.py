@@ -7,14 +7,13 @@ import json
 
 import pytest
 import torch
-from scripted import ScriptedBackend, half_right
+from scripted import ScriptedBackend, half_right, outcome_backend
 from tiny_run import tiny_run_settings
 
 from seal_hub.diagnosis import DEFAULT_RHO, Label, RolloutDiagnosis
 from seal_hub.evolve import SCHEMA_NOTE
 from seal_hub.rollout.records import read_trajectories
 from seal_hub.run_records import load_state
-from seal_hub.toolcalls import format_tool_calls
 
 TASKS = ["multi_turn_base_1", "multi_turn_base_3"]
 
@@ -311,24 +310,6 @@ def test_seal_config_refuses_to_resume_without_callback_states(tmp_path):
         SealConfig(
             output_dir=str(tmp_path), use_cpu=True, num_generations=2, restore_callback_states_from_checkpoint=False
         )
-
-
-def outcome_backend(suite, outcomes: dict[str, str]):
-    """A backend factory whose rollouts of each task pass or fail by `outcomes[task]`: 'pass' (every rollout
-    replays the ground truth), 'fail' (every rollout says "Done."), 'half' (rollout 0 passes, the rest fail)."""
-
-    def script(session, step, request):
-        task_id, index = session.split("#")[:2]
-        if outcomes[task_id] == "fail" or (outcomes[task_id] == "half" and index != "0"):
-            return "Done."
-        texts = []
-        for calls in suite.task(task_id).ground_truth:
-            if calls:
-                texts.append(format_tool_calls(calls, "hermes"))
-            texts.append("Done.")
-        return texts[step]
-
-    return lambda model, tokenizer, step: ScriptedBackend(tokenizer, script)
 
 
 MIXED = {

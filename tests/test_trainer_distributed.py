@@ -118,3 +118,34 @@ def test_copies_of_one_prompt_on_two_ranks_draw_different_rollouts(tmp_path):
     first, second = trajectories[:2], trajectories[2:]  # gathered rank by rank
     assert [t.token_ids for t in first] != [t.token_ids for t in second]
     assert len({tuple(t.token_ids) for t in trajectories}) == 4
+
+
+@pytest.mark.slow
+def test_two_processes_under_dynamic_sampling_make_the_same_draws_and_train_equal_counts(tmp_path):
+    """filter with extra draws and the frontier over tasks that pass, fail or pass half the time, on 2 ranks: both
+    ranks make the same draws (the plan is made from the gathered groups), hand TRL the same number of slots each
+    step, and between them train the plan's groups; the records hold every group drawn, both ranks'."""
+    from seal_hub.models import build_tiny_model
+
+    model_dir = build_tiny_model(tmp_path / "tiny")
+    out = tmp_path / "run"
+    script = Path(__file__).parent / "scripts" / "two_process_train.py"
+    command = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", str(script)]
+    command += [str(out), str(model_dir), "dynamic-sampling"]
+    env = os.environ | {"OMP_NUM_THREADS": "1"}
+    result = subprocess.run(command, capture_output=True, text=True, timeout=900, env=env)
+    assert result.returncode == 0, result.stderr[-3000:]
+    reports = [json.loads((out / f"rank{r}.json").read_text()) for r in (0, 1)]
+    assert reports[0]["logged"] == reports[1]["logged"]  # the same plan, logged as seal/groups/... on both
+    assert reports[0]["interface"] == reports[1]["interface"] and reports[0]["rho"] == reports[1]["rho"]
+    extra_draws = kept = 0
+    for step, (mine, theirs) in enumerate(zip(reports[0]["slots"], reports[1]["slots"], strict=True), start=1):
+        assert mine["count"] == theirs["count"] == 2  # one group of 2 rollouts per rank
+        groups = json.loads((out / "iterations" / f"step_{step:06d}" / "metrics.json").read_text())["groups"]
+        assert (mine["trained"] + theirs["trained"]) // 2 == groups["trained"]
+        assert len(read_trajectories(out / "iterations" / f"step_{step:06d}" / "trajectories.parquet")) == (
+            2 * groups["drawn"]
+        )
+        extra_draws += groups["draws"] - 1
+        kept += groups["kept"]
+    assert extra_draws > 0 and kept > 0, "no extra draw, or nothing kept: the test would prove little"
