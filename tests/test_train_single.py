@@ -301,6 +301,33 @@ def test_seal_hub_train_on_bfcl_single_publishes_the_three_artifacts(single, tin
     assert held_out["num_tasks"] == 4 and set(held_out["task_ids"]) <= set(single.split_ids("test"))
 
 
+def test_the_comparison_shows_held_out_success_at_every_grpo_iteration(single, tiny_dir, tmp_path, capsys):
+    """Two GRPO steps with eval_every_steps 1 and the comparison: the summary has a row for step 1's training-time
+    evaluation and a learning-curve line base -> warm-up -> step 1 -> step 2; the last step is evaluated once (the
+    comparison's final stage, also written as held_out/step_000002.json for `seal-hub report`)."""
+    from seal_hub.cli import main as cli_main
+
+    out = tmp_path / "run"
+    flags = ["--suite", "bfcl-single", "--model_name_or_path", str(tiny_dir), "--output_dir", str(out)]
+    flags += ["--max_steps", "2", "--num_train_tasks", "2", "--per_device_train_batch_size", "2"]
+    flags += ["--num_generations", "2", "--max_new_tokens", "4", "--sft_warmup_steps", "1"]
+    flags += ["--eval_every_steps", "1", "--eval_tasks", "5", "--eval_max_new_tokens", "4"]
+    flags += ["--held_out_comparison", "true", "--save_steps", "1"]
+    assert cli_main(["train", *flags, "--disable_tqdm", "true"]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    rows = [line.split()[0:3] for line in lines]
+    assert ["GRPO", "step", "1"] in rows and ["after", "SEAL"] in [r[:2] for r in rows]
+    [curve] = [line for line in lines if line.startswith("held-out learning curve: ")]
+    points = curve.removeprefix("held-out learning curve: ").split(" -> ")
+    assert [p.rsplit(" ", 1)[0] for p in points] == ["base", "warm-up", "step 1", "step 2"]
+    assert points[-1].rsplit(" ", 1)[1] == lines[-1].split(" -> ")[1].split("%")[0] + "%"  # the final is Y
+    saved = [json.loads(p.read_text()) for p in sorted((out / "held_out").glob("step_*.json"))]
+    assert [(r["step"], r["num_tasks"]) for r in saved] == [(1, 5), (2, 5)]
+    assert saved[0]["task_ids"] == saved[1]["task_ids"]  # one set of held-out tasks for the whole curve
+    history = json.loads((out / "checkpoint-2" / "trainer_state.json").read_text())["log_history"]
+    assert sum("eval_success_rate" in entry for entry in history) == 1  # step 2: the final stage, not twice
+
+
 @pytest.mark.parametrize("suite", ["tau2-telecom", "bfcl-memory"])
 def test_a_suite_that_cannot_train_says_why_in_one_line(suite, tmp_path, capsys):
     from seal_hub.cli import main as cli_main

@@ -65,8 +65,16 @@ from seal_hub.kill_points import kill_point
 from seal_hub.models import PolicyConfig, load_policy, lora_config
 from seal_hub.run_records import last_checkpoint, read_metrics
 from seal_hub.training import SealConfig, SealTrainer
-from seal_hub.training.comparison import HeldOutPlan, comparison_lines, evaluate_stage, read_stage, stage_dir
-from seal_hub.training.held_out import held_out_tasks
+from seal_hub.training.comparison import (
+    HeldOutPlan,
+    comparison_lines,
+    evaluate_stage,
+    held_out_curve,
+    read_stage,
+    stage_dir,
+    stage_point,
+)
+from seal_hub.training.held_out import held_out_tasks, write_held_out
 from seal_hub.training.suites import TRAINABLE, training_suite
 from seal_hub.training.warmup import WarmupMismatchError, run_warmup, shared_warmup, warmup_dataset
 
@@ -282,6 +290,7 @@ def main(script_args: SealScriptArguments, training_args: SealConfig, model_args
         )
         if training_args.eval_every_steps
         else None,
+        held_out_at_end=plan is None,  # with the comparison, its final stage is the last step's evaluation
     )
     trainer.train(resume_from_checkpoint=last)
     kill_point("save")
@@ -373,8 +382,11 @@ def final_comparison(plan: HeldOutPlan, trainer: SealTrainer, tokenizer, base_re
 
         lines += publish_evaluation(final, repo, registry)
     stages = {s: read_stage(stage_dir(output_dir, s)) for s in ("base", "warmup")}
-    stages = {s: scores for s, scores in stages.items() if scores is not None} | {"final": result.scores}
-    return lines + comparison_lines(plan, stages, reproduce)
+    stages = {s: scores for s, scores in stages.items() if scores is not None}
+    stages |= held_out_curve(output_dir, before_step=step) | {"final": result.scores}
+    if step > 0:  # the curve's last point, where `seal-hub report` reads the training-time evaluations
+        write_held_out(output_dir, stage_point(result, step, plan.protocol))
+    return lines + comparison_lines(plan, stages, reproduce, final_step=step)
 
 
 def print_summary(output_dir: str, trainer: SealTrainer) -> None:

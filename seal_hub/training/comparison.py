@@ -33,6 +33,7 @@ from seal_hub.interface import InterfaceSnapshot
 from seal_hub.models.end_tokens import end_token_ids
 from seal_hub.models.parser_style import resolve_parser_style
 from seal_hub.rollout import HFBackend, PolicyInfo, RolloutEngine
+from seal_hub.training.held_out import HeldOutResult
 
 EVAL_DIR = "eval"
 STAGES = ("base", "warmup", "final")
@@ -109,22 +110,44 @@ def read_stage(out: str | Path) -> Scores | None:
     return Scores.from_dict(json.loads(path.read_text(encoding="utf-8"))["scores"])
 
 
-def comparison_lines(plan: HeldOutPlan, results: dict[str, Scores], reproduce: str | None) -> list[str]:
-    """The summary's held-out block; its last two lines are the contract other tools read:
-    `held-out after warm-up: W.W% on N tasks (SUITE)` (with a warm-up) and
+def held_out_curve(output_dir: str | Path, before_step: int) -> dict[str, Scores]:
+    """The held-out evaluations the trainer made during training (`eval_every_steps`, `held_out/step_N.json`),
+    steps before `before_step`, as `step N` -> scores: the learning curve between the warm-up and the final stage."""
+    from seal_hub.evaluation.scores import CategoryScore
+    from seal_hub.training.held_out import HELD_OUT_DIR
+
+    curve = {}
+    for path in sorted((Path(output_dir) / HELD_OUT_DIR).glob("step_*.json")):
+        record = json.loads(path.read_text(encoding="utf-8"))
+        if record["step"] < before_step:
+            per = {c: CategoryScore(v["passed"], v["total"]) for c, v in record["per_category"].items()}
+            curve[f"step {record['step']}"] = Scores(per)
+    return curve
+
+
+def comparison_lines(
+    plan: HeldOutPlan, results: dict[str, Scores], reproduce: str | None, final_step: int | None = None
+) -> list[str]:
+    """The summary's held-out block: a row per stage (base model, after the warm-up, each held-out evaluation made
+    during training as `step N`, after SEAL), then the learning curve in one line. Its last two lines are the
+    contract other tools read: `held-out after warm-up: W.W% on N tasks (SUITE)` (with a warm-up) and
     `held-out success: X.X% -> Y.Y% on N tasks (SUITE)` (the base model, then after SEAL)."""
     suite, n = plan.suite.name, len(plan.tasks)
     names = {"base": "base model", "warmup": "after warm-up", "final": "after SEAL"}
     categories = list(next(iter(results.values())).per_category)
+    width = max(14, *(len(names.get(stage, f"GRPO {stage}")) for stage in results))
     lines = [
         f"\nheld-out evaluation: {n} tasks of the {suite} test split (never trained on), "
         f"seal-hub eval's protocol (greedy, null interface, max_new_tokens {plan.protocol.max_new_tokens})",
-        f"{'':<14} {'avg':>6}  " + "  ".join(f"{c:>{max(6, len(c))}}" for c in categories),
+        f"{'':<{width}} {'avg':>6}  " + "  ".join(f"{c:>{max(6, len(c))}}" for c in categories),
     ]
     for stage, scores in results.items():
         per = scores.per_category
         cells = "  ".join(f"{per[c].success_rate:>{max(6, len(c)) - 1}.1f}%" for c in categories)
-        lines.append(f"{names[stage]:<14} {scores.average:>5.1f}%  {cells}")
+        lines.append(f"{names.get(stage, f'GRPO {stage}'):<{width}} {scores.average:>5.1f}%  {cells}")
+    at = {"base": "base", "warmup": "warm-up", "final": f"step {final_step}" if final_step else "final"}
+    curve = [f"{at.get(stage, stage)} {scores.average:.1f}%" for stage, scores in results.items()]
+    lines.append("held-out learning curve: " + " -> ".join(curve))
     if reproduce:
         lines.append(f"reproduce: {reproduce}")
     if "warmup" in results:
@@ -132,3 +155,16 @@ def comparison_lines(plan: HeldOutPlan, results: dict[str, Scores], reproduce: s
     before, after = results["base"].average, results["final"].average
     lines.append(f"held-out success: {before:.1f}% -> {after:.1f}% on {n} tasks ({suite})")
     return lines
+
+
+def stage_point(result: EvalResult, step: int, protocol: EvalProtocol) -> HeldOutResult:
+    """A comparison stage's scores as a training-time held-out point at `step` (`held_out/step_N.json`), so the
+    final stage ends the learning curve that `seal-hub report` plots."""
+    per = {name: (score.passed, score.total) for name, score in result.scores.per_category.items()}
+    return HeldOutResult(
+        step=step,
+        per_category=per,
+        seconds=float(result.results.get("wall_seconds", 0.0)),
+        task_ids=tuple(t.task_id for t in result.trajectories),
+        protocol=protocol,
+    )

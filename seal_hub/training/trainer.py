@@ -156,8 +156,11 @@ class _HeldOutEval(TrainerCallback):
         self.trainer = trainer
 
     def on_step_end(self, args, state, control, **kwargs):
-        if args.eval_every_steps and state.global_step % args.eval_every_steps == 0:
-            self.trainer.evaluate_held_out()
+        if not args.eval_every_steps or state.global_step % args.eval_every_steps:
+            return
+        if state.global_step >= state.max_steps and not self.trainer.held_out_at_end:
+            return  # the caller evaluates the final policy itself (the recipe's held-out comparison)
+        self.trainer.evaluate_held_out()
 
 
 class SealTrainer(GRPOTrainer):
@@ -191,6 +194,7 @@ class SealTrainer(GRPOTrainer):
         backend_factory: Callable[[Any, Any, int], GenerationBackend] | None = None,
         publish: PublishConfig | None = None,
         held_out_tasks: list[SuiteTask] | None = None,
+        held_out_at_end: bool = True,
     ) -> None:
         support = training_suite(suite.name)  # a suite that cannot train says why, in one line
         if not train_tasks:
@@ -201,6 +205,7 @@ class SealTrainer(GRPOTrainer):
                 "split)"
             )
         self.held_out_tasks = list(held_out_tasks or [])
+        self.held_out_at_end = held_out_at_end  # False: the last step's held-out evaluation is the caller's
         self.suite = suite
         self.policy_id = policy_id
         self.publish = publish
