@@ -31,7 +31,7 @@ from seal_hub.experiment import (
 )
 from seal_hub.experiment.config import SWITCHES
 from seal_hub.experiment.intervals import mean_interval
-from seal_hub.experiment.run import BASE, Subject, subjects
+from seal_hub.experiment.run import BASE, WARMUP_LABEL, Subject, subjects
 from seal_hub.report.naming import variant
 from seal_hub.report.paper import paper_numbers
 
@@ -311,6 +311,9 @@ def test_the_table_gives_each_setting_its_mean_and_interval_over_seeds(tmp_path)
     config = ExperimentConfig.from_yaml(tiny_config(tmp_path, seeds=[0, 1, 2], eval_suites=["bfcl-single"]))
     scores = {"vanilla": [20.0, 30.0, 40.0], "seal": [30.0, 32.0, 46.0]}
     results = [ArmResult(BASE, {"bfcl-single": _results(tmp_path / "base", 10.0, 200, {"simple": 10.0})})]
+    for seed, value in enumerate([25.0, 30.0, 40.0]):  # each seed's warm-up, the arms' common start
+        out = _results(tmp_path / "warmup" / str(seed), value, 200, {"simple": value})
+        results.append(ArmResult(Subject(WARMUP_LABEL, f"warmup/seed-{seed}", None, seed), {"bfcl-single": out}))
     for name, values in scores.items():
         arm = ARMS_BY_NAME[name]
         for seed, value in enumerate(values):
@@ -322,7 +325,9 @@ def test_the_table_gives_each_setting_its_mean_and_interval_over_seeds(tmp_path)
     # vanilla: mean 30, sd 10, t(0.975, 2) = 4.303: half-width 4.303 * 10 / sqrt(3) = 24.84
     assert "| vanilla RL | 0, 1, 2 | 30.0 ± 24.8 | 15.0 | 30.0 |" in rows["vanilla RL"]
     # paired differences 10, 2, 6: mean 6, sd 4, half-width 4.303 * 4 / sqrt(3) = 9.94
-    assert "SEAL minus vanilla RL, paired by seed over 3 seeds: +6.0 points (6.0 ± 9.9)." in text
+    assert "SEAL minus vanilla: +6.0 points (95% interval -3.9 to 15.9, 3 seeds)" in text.splitlines()
+    # over the warm-up: 5, 2, 6: mean 4.33, sd 2.08, half-width 4.303 * 2.08 / sqrt(3) = 5.17
+    assert "RL over warm-up (seal): +4.3 points (95% interval -0.8 to 9.5, 3 seeds)" in text.splitlines()
     assert "Table 1" not in text  # the paper's tables are BFCL multi-turn's
     assert mean_interval([5.0]).half_width is None and mean_interval([1.0, 3.0]).text(2) == "2.00 ± 12.71"
 
