@@ -328,3 +328,23 @@ def test_report_on_a_real_tiny_training_run(suite, tmp_path, capsys):
     )
     text = (out / "report.md").read_text()
     assert "SEAL · tiny" in text and "50.0% → 50.0%" in text
+
+
+def test_the_held_out_curve_starts_at_the_comparisons_base_and_warm_up(tmp_path, capsys):
+    """A run with the comparison's stages (eval/base, eval/warmup) and held-out evaluations at steps 2 and 4: the
+    run record carries both stages, and success.png draws the curve from step 0."""
+    run = write_run(tmp_path / "seal-7b", steps=4, held_out_every=2)
+    write_eval(run / "eval" / "base", passed=(0, 0, 0, 20), per_category=20)
+    write_eval(run / "eval" / "warmup", passed=(8, 6, 2, 18), per_category=20)
+    record = load_source(run)
+    assert [(s.name, s.num_tasks) for s in record.stages] == [("base", 80), ("warmup", 80)]
+    assert record.stages[1].average == pytest.approx((40 + 30 + 10 + 90) / 4 / 100)
+    assert [p.step for p in record.held_out] == [2, 4]
+    out = tmp_path / "out"
+    code, lines, err = run_cli(capsys, str(run), "--output_dir", str(out))
+    assert code == 0, err
+    with Image.open(out / "success.png") as image:
+        assert image.width >= 800
+    (run / "eval" / "warmup" / "results.json").write_text('{"scores": {}}')
+    with pytest.raises(ReportInputError, match="no scores.average"):
+        load_source(run)

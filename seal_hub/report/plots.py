@@ -96,11 +96,16 @@ def plot_success(runs: Sequence[Named], out: Path) -> Path | None:
         }
         success.plot(steps, [100 * it.success_rate for it in its], clip_on=False, zorder=3, **style)
         weight.plot(steps, [it.mean_weight for it in its], **style)
-        if named.source.held_out:
+        stages = {stage.name: stage for stage in named.source.stages}
+        if named.source.held_out or stages:
+            # the held-out learning curve: base and warm-up at step 0 (the comparison's stages), then each
+            # evaluation made during training, on the same held-out tasks
             points = named.source.held_out
+            start = [stages[name] for name in ("warmup", "base") if name in stages][:1]
+            tasks = points[-1].num_tasks if points else start[0].num_tasks if start else 0
             success.plot(
-                [p.step for p in points],
-                [100 * p.success_rate for p in points],
+                [0] * len(start) + [p.step for p in points],
+                [100 * s.average for s in start] + [100 * p.average for p in points],
                 color=colors[i],
                 linestyle="--",
                 marker=MARKERS[i % len(MARKERS)],  # held-out points are few: always marked
@@ -108,16 +113,31 @@ def plot_success(runs: Sequence[Named], out: Path) -> Path | None:
                 markersize=max(7, style["markersize"]),
                 clip_on=False,
                 zorder=3,
-                label=f"{named.name} · held-out ({points[-1].num_tasks} tasks)",
+                label=f"{named.name} · held-out ({tasks} tasks)",
             )
-    held_out = any(n.source.held_out for n in runs)
+            if "base" in stages and "warmup" in stages:
+                success.plot(
+                    [0],
+                    [100 * stages["base"].average],
+                    color=colors[i],
+                    marker="X",
+                    markersize=9,
+                    linestyle="",
+                    clip_on=False,
+                    zorder=4,
+                    label=f"{named.name} · base model, held-out",
+                )
+    held_out = any(n.source.held_out or n.source.stages for n in runs)
     success.set_title(
         "Training success rate per iteration (share of rollouts verified correct)"
-        + ("\ndashed: held-out evaluation during training" if held_out else "")
+        + ("\ndashed: held-out success (step 0: after the warm-up; X: the base model)" if held_out else "")
     )
     success.set_ylabel("success rate")
     success.yaxis.set_major_formatter(PercentFormatter())
-    top = max(100 * it.success_rate for n in runs for it in (*n.source.iterations, *n.source.held_out))
+    top = max(
+        [100 * it.success_rate for n in runs for it in n.source.iterations]
+        + [100 * p.average for n in runs for p in (*n.source.held_out, *n.source.stages)]
+    )
     success.set_ylim(0, min(104.0, max(10.0, top * 1.15)))  # room above a 100% point
     success.set_yticks([t for t in success.get_yticks() if 0 <= t <= 100])
     success.grid(alpha=0.3)

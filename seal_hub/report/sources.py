@@ -138,6 +138,22 @@ class HeldOutPoint:
     success_rate: float  # fraction
     per_category: dict[str, tuple[int, int]]
 
+    @property
+    def average(self) -> float:
+        """The mean of the per-category success rates (the paper's "avg", as a fraction): what the comparison's
+        table prints; equal to `success_rate` when every category has as many tasks."""
+        rates = [passed / total for passed, total in self.per_category.values() if total]
+        return sum(rates) / len(rates) if rates else self.success_rate
+
+
+@dataclass(frozen=True)
+class StagePoint:
+    """A held-out comparison stage before GRPO (`seal_hub.training.comparison`: eval/base, eval/warmup)."""
+
+    name: str  # "base", "warmup"
+    average: float  # fraction
+    num_tasks: int
+
 
 @dataclass(frozen=True)
 class InterfaceVersion:
@@ -168,6 +184,7 @@ class RunRecord:
     checkpoints: tuple[int, ...]
     notes: tuple[str, ...] = ()
     held_out: tuple[HeldOutPoint, ...] = ()
+    stages: tuple[StagePoint, ...] = ()  # the comparison's base and warm-up evaluations, where the run made them
 
 
 @dataclass(frozen=True)
@@ -309,7 +326,26 @@ def load_run(path: Path) -> RunRecord:
         config = _model_from_adapter(path, checkpoints)
         notes.append(f"no {RUN_CONFIG_FILE} (made before runs recorded it): the ablation switches are unknown")
     held_out = _held_out(path, iterations[-1].step if iterations else 0, notes)
-    return RunRecord(path, config, iterations, tuple(snapshots), tuple(checkpoints), tuple(notes), held_out)
+    stages = _stages(path)
+    return RunRecord(path, config, iterations, tuple(snapshots), tuple(checkpoints), tuple(notes), held_out, stages)
+
+
+def _stages(path: Path) -> tuple[StagePoint, ...]:
+    """The run's comparison stages before GRPO that finished (their `results.json` written)."""
+    from seal_hub.evaluation.results import RESULTS_JSON
+    from seal_hub.training.comparison import stage_dir
+
+    points = []
+    for name in ("base", "warmup"):
+        file = stage_dir(path, name) / RESULTS_JSON
+        if file.is_file():
+            results = _read_json(file)
+            try:
+                scores = results["scores"]
+                points.append(StagePoint(name, float(scores["average"]) / 100, int(results["num_tasks"])))
+            except (KeyError, TypeError, ValueError):
+                raise ReportInputError(f"{file}: not an evaluation's results.json (no scores.average)") from None
+    return tuple(points)
 
 
 def load_eval(path: Path) -> EvalRecord:
