@@ -233,6 +233,47 @@ def test_sft_warmup_conversations_and_steps(suite, tiny_dir, tmp_path):
     assert all(not torch.equal(before[n], p.detach()) for n, p in model.named_parameters() if n in before)
 
 
+def test_a_frozen_context_warm_up_has_the_same_loss_and_trains_the_lora_weights(suite, tiny_dir, tmp_path):
+    """The frozen-context loss of a multi-turn conversation is TRL's loss (same logits), its gradient reaches the
+    LoRA weights, and a warm-up with it moves every LoRA weight."""
+    from peft import get_peft_model
+    from trl import SFTConfig
+
+    from seal_hub.models import load_policy, lora_config
+    from seal_hub.training.frozen_context import FrozenContextSFTTrainer
+    from seal_hub.training.warmup import run_warmup, warmup_dataset
+
+    policy = tiny_policy(tiny_dir)
+    model, tokenizer = load_policy(policy)
+    dataset = warmup_dataset(suite, suite.select(["multi_turn_base_1"]), tokenizer)
+    model = get_peft_model(model, lora_config(policy))
+    ids, labels = torch.tensor([dataset[0]["input_ids"]]), torch.tensor([dataset[0]["labels"]])
+    config = SFTConfig(output_dir=str(tmp_path / "x"), use_cpu=True, report_to=[], max_length=8192)
+    trainer = FrozenContextSFTTrainer(model=model, args=config, train_dataset=dataset, processing_class=tokenizer)
+    frozen = trainer.compute_loss(model, {"input_ids": ids, "labels": labels})
+    full = model(input_ids=ids, labels=labels).loss
+    assert torch.isclose(frozen, full, rtol=1e-4), (float(frozen), float(full))
+    frozen.backward()
+    assert all(p.grad is not None for n, p in model.named_parameters() if p.requires_grad)
+    with pytest.raises(ValueError, match="one conversation per forward"):
+        trainer.compute_loss(model, {"input_ids": ids.repeat(2, 1), "labels": labels.repeat(2, 1)})
+    before = {n: p.detach().clone() for n, p in model.named_parameters() if p.requires_grad}
+    run_warmup(
+        model,
+        tokenizer,
+        dataset,
+        steps=2,
+        output_dir=str(tmp_path / "sft"),
+        learning_rate=1e-2,
+        frozen_context=True,
+        use_cpu=True,
+        per_device_train_batch_size=1,
+        max_length=8192,
+        disable_tqdm=True,
+    )
+    assert all(not torch.equal(before[n], p.detach()) for n, p in model.named_parameters() if n in before)
+
+
 def test_the_closed_loop_window_resets_each_epoch_but_not_on_resume(suite, tiny_dir, tmp_path):
     from transformers import TrainerState
 

@@ -146,9 +146,22 @@ def warmup_dataset(
     return Dataset.from_list(rows)
 
 
-def run_warmup(model, tokenizer, dataset: Dataset, steps: int, output_dir: str, learning_rate: float = 1e-4, **sft):
-    """`steps` optimizer steps of TRL's SFTTrainer on `dataset` (its `labels`: assistant tokens only)."""
+def run_warmup(
+    model,
+    tokenizer,
+    dataset: Dataset,
+    steps: int,
+    output_dir: str,
+    learning_rate: float = 1e-4,
+    frozen_context: bool = False,
+    **sft,
+):
+    """`steps` optimizer steps of TRL's SFTTrainer on `dataset` (its `labels`: assistant tokens only); with
+    `frozen_context`, each conversation's context before its first trained token runs without gradient
+    (`seal_hub.training.frozen_context`)."""
     from trl import SFTConfig, SFTTrainer
+
+    from seal_hub.training.frozen_context import FrozenContextSFTTrainer
 
     config = SFTConfig(
         output_dir=output_dir,
@@ -159,7 +172,8 @@ def run_warmup(model, tokenizer, dataset: Dataset, steps: int, output_dir: str, 
         logging_steps=1,
         **sft,
     )
-    trainer = SFTTrainer(model=model, args=config, train_dataset=dataset, processing_class=tokenizer)
+    kind = FrozenContextSFTTrainer if frozen_context else SFTTrainer
+    trainer = kind(model=model, args=config, train_dataset=dataset, processing_class=tokenizer)
     trainer.train()
     return trainer.model
 
