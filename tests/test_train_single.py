@@ -301,12 +301,15 @@ def test_seal_hub_train_on_bfcl_single_publishes_the_three_artifacts(single, tin
     assert held_out["num_tasks"] == 4 and set(held_out["task_ids"]) <= set(single.split_ids("test"))
 
 
-def test_the_comparison_shows_held_out_success_at_every_grpo_iteration(single, tiny_dir, tmp_path, capsys):
+def test_the_comparison_shows_held_out_success_at_every_grpo_iteration(
+    single, tiny_dir, tmp_path, capsys, monkeypatch
+):
     """Two GRPO steps with eval_every_steps 1 and the comparison: the summary has a row for step 1's training-time
     evaluation and a learning-curve line base -> warm-up -> step 1 -> step 2; the last step is evaluated once (the
     comparison's final stage, also written as held_out/step_000002.json for `seal-hub report`)."""
     from seal_hub.cli import main as cli_main
 
+    monkeypatch.setenv("SEAL_HUB_REGISTRY", str(tmp_path / "registry"))
     out = tmp_path / "run"
     flags = ["--suite", "bfcl-single", "--model_name_or_path", str(tiny_dir), "--output_dir", str(out)]
     flags += ["--max_steps", "2", "--num_train_tasks", "2", "--per_device_train_batch_size", "2"]

@@ -271,14 +271,17 @@ def main(script_args: SealScriptArguments, training_args: SealConfig, model_args
     base_record = {"id": model_args.model_name_or_path, "revision": model_args.model_revision}
     main_process = PartialState().is_main_process
     if plan is not None and last is None and main_process:
-        evaluate_stage(plan, model, tokenizer, stage_dir(training_args.output_dir, "base"), base_record)
+        merge = bool(training_args.merge_lora_for_generation)
+        evaluate_stage(plan, model, tokenizer, stage_dir(training_args.output_dir, "base"), base_record, None, merge)
     if script_args.sft_warmup_steps and last is None:  # a resumed run already has its warmed-up adapter
         model = get_peft_model(model, peft_config) if peft_config is not None else model
         peft_config = None
         warm_up(model, tokenizer, suite, tasks, script_args, training_args, model_args)
         if plan is not None and main_process:
             warm = {"id": f"{model_args.model_name_or_path} + SFT warm-up ({script_args.sft_warmup_steps} steps)"}
-            evaluate_stage(plan, model, tokenizer, stage_dir(training_args.output_dir, "warmup"), warm | base_record)
+            out = stage_dir(training_args.output_dir, "warmup")
+            merge = bool(training_args.merge_lora_for_generation)
+            evaluate_stage(plan, model, tokenizer, out, warm | base_record, None, merge)
     trainer = SealTrainer(
         model,
         training_args,
@@ -386,7 +389,8 @@ def final_comparison(plan: HeldOutPlan, trainer: SealTrainer, tokenizer, base_re
         reproduce = f"seal-hub eval --model {base_record['id']} --adapter {scheme}{ref} {plan.eval_flags()}"
         repo = f"{trainer.publish.run}-eval"
     final = stage_dir(output_dir, "final")
-    result = evaluate_stage(plan, trainer.model, tokenizer, final, base_record, adapter_record)
+    merge = bool(trainer.args.merge_lora_for_generation)
+    result = evaluate_stage(plan, trainer.model, tokenizer, final, base_record, adapter_record, merge)
     lines = []
     if repo is not None:
         from seal_hub.evaluation.publish import publish_evaluation

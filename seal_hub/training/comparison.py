@@ -31,6 +31,7 @@ from seal_hub.evaluation.results import RESULTS_JSON
 from seal_hub.evaluation.scores import Scores
 from seal_hub.interface import InterfaceSnapshot
 from seal_hub.models.end_tokens import end_token_ids
+from seal_hub.models.merged import merged_lora
 from seal_hub.models.parser_style import resolve_parser_style
 from seal_hub.rollout import HFBackend, PolicyInfo, RolloutEngine
 from seal_hub.training.held_out import HeldOutResult
@@ -67,9 +68,11 @@ def evaluate_stage(
     out: str | Path,
     model_record: dict[str, Any],
     adapter_record: dict[str, Any] | None = None,
+    merge_lora: bool = False,
 ) -> EvalResult:
     """One stage: `model` (as it is now) on the plan's tasks into `out`, recorded as `model_record` (and
-    `adapter_record`, the published adapter these weights are) exactly as `seal-hub eval` records a run."""
+    `adapter_record`, the published adapter these weights are) exactly as `seal-hub eval` records a run; with
+    `merge_lora`, generating with LoRA merged into a copy of the weights (`seal_hub.models.merged`)."""
     protocol = dataclasses.replace(
         plan.protocol, parser_style=resolve_parser_style(tokenizer, plan.protocol.parser_style)
     )
@@ -93,7 +96,8 @@ def evaluate_stage(
             interface=interface_record(interface, "null"),
             protocol=protocol.as_dict(),
         )
-        return run_evaluation(plan.suite, list(plan.tasks), ModelRunner(engine), spec, out, progress=True)
+        with merged_lora(model, enabled=merge_lora):
+            return run_evaluation(plan.suite, list(plan.tasks), ModelRunner(engine), spec, out, progress=True)
     finally:
         model.train(was_training)
 

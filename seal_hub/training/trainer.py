@@ -80,6 +80,7 @@ from seal_hub.evolve import (
 from seal_hub.interface import InterfaceSnapshot
 from seal_hub.kill_points import kill_point
 from seal_hub.models.end_tokens import end_token_ids
+from seal_hub.models.merged import merged_lora
 from seal_hub.rollout import GenerationBackend, HFBackend, PolicyInfo, RolloutConfig, RolloutEngine, SamplingConfig
 from seal_hub.rollout.records import read_trajectories
 from seal_hub.rollout.synced import SyncedSteps, needs_synced_generation
@@ -299,7 +300,8 @@ class SealTrainer(GRPOTrainer):
     def _generation_model(self) -> Iterator[Any]:
         """The policy as generation must see it, as TRL's own generation takes it: `unwrap_model_for_generation`
         (ZeRO-3's parameters gathered unless `ds3_gather_for_generation` is False; gradient checkpointing off)
-        and FSDP v1's full parameters summoned. Under vLLM the weights are vLLM's: nothing is gathered."""
+        and FSDP v1's full parameters summoned; with `merge_lora_for_generation`, LoRA merged into a copy of the
+        adapted weights (`seal_hub.models.merged`). Under vLLM the weights are vLLM's: nothing is gathered."""
         if self.use_vllm:
             yield self.accelerator.unwrap_model(self.model)
             return
@@ -311,6 +313,7 @@ class SealTrainer(GRPOTrainer):
                 gradient_checkpointing_kwargs=self.args.gradient_checkpointing_kwargs,
             ) as model,
             DistributedBackend(self.accelerator).summon_full_params(self.model_wrapped, recurse=False),
+            merged_lora(model, enabled=bool(self.args.merge_lora_for_generation)),
         ):
             yield model
 
