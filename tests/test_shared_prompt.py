@@ -103,3 +103,33 @@ def test_a_wrong_prompt_cache_would_be_caught():
     mask = attention_mask[:, -keep:].bool()
     with pytest.raises(AssertionError):
         torch.testing.assert_close(got[mask], want.detach()[mask], rtol=1e-4, atol=1e-5)
+
+
+def test_whole_groups_puts_each_groups_rows_in_one_micro_batch_and_keeps_every_row():
+    """TRL's shuffled cut of 3 groups of 4 rows into 3 micro-batches, regrouped: one prompt per micro-batch, the
+    same rows (prompt, completion, advantage together), the scalars as they were."""
+    from trl.trainer.utils import shuffle_sequence_dict, split_tensor_dict
+
+    from seal_hub.training.shared_prompt import whole_groups
+
+    torch.manual_seed(0)
+    prompts = torch.tensor([[1, 2, 3]] * 4 + [[4, 5, 6]] * 4 + [[0, 7, 8]] * 4)
+    generation = {
+        "prompt_ids": prompts,
+        "prompt_mask": torch.tensor([[1, 1, 1]] * 8 + [[0, 1, 1]] * 4),
+        "completion_ids": torch.arange(24).reshape(12, 2),
+        "advantages": torch.arange(12, dtype=torch.float),
+        "num_items_in_batch": torch.tensor(24),
+        "ignored": None,
+    }
+    shuffled = split_tensor_dict(shuffle_sequence_dict(generation), 3)
+    assert any(len({tuple(r) for r in b["prompt_ids"].tolist()}) > 1 for b in shuffled)  # mixed, or nothing to show
+    regrouped = whole_groups(shuffled)
+    assert [len({tuple(r) for r in b["prompt_ids"].tolist()}) for b in regrouped] == [1, 1, 1]
+    rows = lambda batches: sorted(  # noqa: E731
+        (tuple(b["prompt_ids"][i].tolist()), tuple(b["completion_ids"][i].tolist()), float(b["advantages"][i]))
+        for b in batches
+        for i in range(len(b["advantages"]))
+    )
+    assert rows(regrouped) == rows(shuffled)
+    assert all(int(b["num_items_in_batch"]) == 24 and b["ignored"] is None for b in regrouped)

@@ -445,3 +445,22 @@ def test_dynamic_sampling_and_the_frontier_resume_drawing_what_an_uninterrupted_
         assert task_ids(run) == straight, f"resumed from checkpoint-{kept}"
     state = load_state(run / "checkpoint-3")["task_sampler"]
     assert state["kind"] == "frontier" and state["latest"]
+
+
+def test_each_micro_batch_of_a_generation_holds_whole_groups(suite, tiny_dir, tmp_path):
+    """4 groups of 2 rollouts generated at once and trained in 4 micro-batches of 2 (one optimizer step): TRL
+    shuffles the rows before cutting them; the trainer regroups them, so every micro-batch holds one prompt."""
+    trainer = mixed_trainer(
+        suite, tiny_dir, tmp_path, per_device_train_batch_size=2, gradient_accumulation_steps=4, max_steps=1
+    )
+    prompts_seen = []
+    compute = trainer._compute_loss
+
+    def recording(model, inputs):
+        prompts_seen.append({tuple(row) for row in inputs["prompt_ids"].tolist()})
+        return compute(model, inputs)
+
+    trainer._compute_loss = recording
+    trainer.train()
+    assert len(prompts_seen) == 4 and all(len(p) == 1 for p in prompts_seen)
+    assert len(set().union(*prompts_seen)) == 4  # the generation's 4 groups, one per micro-batch

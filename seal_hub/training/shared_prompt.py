@@ -17,8 +17,11 @@ entropies and LoRA gradients against TRL's own function); only the work differs.
 batches without an auxiliary MoE loss and without gradient checkpointing (which turns the cache off);
 `SealTrainer` calls TRL's function otherwise, and when no two rows of a micro-batch share a prompt.
 
-Not covered: sharing across micro-batches (TRL splits a generation batch into `per_device_train_batch_size`
-rows, shuffled when `steps_per_generation > 1`: sharing is largest when a micro-batch holds whole groups).
+TRL cuts a generation batch into micro-batches of `per_device_train_batch_size` rows after shuffling it, so a
+micro-batch holds pieces of several groups; `whole_groups` puts each group's rows together again where that
+changes no gradient (one optimizer step per generation), and `SealTrainer` applies it to each new generation.
+
+Not covered: sharing across micro-batches (a group larger than a micro-batch runs its prompt once per piece).
 """
 
 from __future__ import annotations
@@ -73,3 +76,33 @@ def shared_prompt_logps(
     logps = outputs.log_probs[:, -logits_to_keep:]
     entropies = outputs.entropy[:, -logits_to_keep:] if compute_entropy else None
     return logps, entropies
+
+
+def whole_groups(batches: list[dict]) -> list[dict]:
+    """The micro-batches of one generation, their rows reordered so that rows of the same prompt sit together
+    (groups in order of first appearance, rows in their order), cut into as many micro-batches of the same size.
+
+    TRL shuffles a generation batch's rows before cutting it into micro-batches, so a micro-batch of G rows holds
+    pieces of several groups and the shared forward runs several prompts. When one optimizer step takes the whole
+    generation (`steps_per_generation == gradient_accumulation_steps`) the step's gradient is the sum over all its
+    rows whatever their order, so reordering them changes no gradient, only how many prompts each micro-batch runs.
+    """
+    keys = [key for key, value in batches[0].items() if isinstance(value, torch.Tensor) and value.ndim > 0]
+    lists = [key for key, value in batches[0].items() if isinstance(value, list)]
+    merged = {key: torch.cat([b[key] for b in batches]) for key in keys}
+    merged |= {key: [item for b in batches for item in b[key]] for key in lists}
+    _, inverse = prompt_groups(merged["prompt_ids"], merged["prompt_mask"])
+    first_seen = {}
+    for row, group in enumerate(inverse.tolist()):
+        first_seen.setdefault(group, row)
+    order = sorted(range(len(inverse)), key=lambda row: (first_seen[int(inverse[row])], row))
+    index = torch.tensor(order, device=inverse.device)
+    size = len(order) // len(batches)
+    out = []
+    for chunk in range(len(batches)):
+        rows = index[chunk * size : (chunk + 1) * size]
+        batch = dict(batches[chunk])  # scalars (num_items_in_batch) and None as they were
+        batch |= {key: merged[key][rows] for key in keys}
+        batch |= {key: [merged[key][i] for i in rows.tolist()] for key in lists}
+        out.append(batch)
+    return out

@@ -100,7 +100,7 @@ from seal_hub.training.groups import Group, StepPlan, groups_of, plan_step
 from seal_hub.training.held_out import HeldOutResult, HeldOutSettings, evaluate_held_out, write_held_out
 from seal_hub.training.loop_state import LoopStateBinder, SealLoopState, export_loop_state, import_loop_state
 from seal_hub.training.sampler import EpochRepeatSampler, SamplerEpoch
-from seal_hub.training.shared_prompt import shared_prompt_logps, shares_prompts
+from seal_hub.training.shared_prompt import shared_prompt_logps, shares_prompts, whole_groups
 from seal_hub.training.suites import training_suite
 from seal_hub.training.task_sampler import TaskSampler
 
@@ -500,6 +500,29 @@ class SealTrainer(GRPOTrainer):
         self._weights = None
         kill_point("update")
         return output
+
+    def _prepare_inputs(self, generation_batch):
+        """TRL's buffering of a generation's micro-batches; with the shared-prompt forward and one optimizer step per
+        generation, each micro-batch then holds whole groups (`shared_prompt.whole_groups`: the same gradient, each
+        prompt run once instead of once per micro-batch it landed in). Not under losses whose value depends on how
+        rows fall into micro-batches (`bnpo` normalises by a micro-batch's tokens; a top-entropy mask is taken per
+        micro-batch)."""
+        args = self.args
+        fresh = self.model.training and (
+            self._buffered_inputs is None or self._step % (args.steps_per_generation * self.num_iterations) == 0
+        )
+        inputs = super()._prepare_inputs(generation_batch)
+        if (
+            fresh
+            and args.share_prompt_forward
+            and args.steps_per_generation == args.gradient_accumulation_steps
+            and args.steps_per_generation > 1
+            and args.loss_type != "bnpo"
+            and args.top_entropy_quantile == 1.0
+        ):
+            self._buffered_inputs = whole_groups(self._buffered_inputs)
+            inputs = self._buffered_inputs[self._step % args.steps_per_generation]
+        return inputs
 
     def _get_per_token_logps_and_entropies(
         self, model, input_ids, attention_mask, logits_to_keep, batch_size=None, compute_entropy=False, **kwargs
