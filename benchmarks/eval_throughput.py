@@ -22,13 +22,14 @@ import tempfile
 import time
 from pathlib import Path
 
+from baselines import SequentialBackend  # beside this script
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from seal_hub.envs.bfcl import BfclSuite
 from seal_hub.evaluation import EvalProtocol, EvalSpec, ModelRunner, interface_record, run_evaluation
 from seal_hub.interface import InterfaceSnapshot
 from seal_hub.models import build_tiny_model, end_token_ids
-from seal_hub.rollout import HFBackend, PolicyInfo, RolloutEngine, SequentialBackend
+from seal_hub.rollout import HFBackend, PolicyInfo, RolloutEngine
 
 
 def main() -> None:

@@ -429,7 +429,7 @@ def rollout(name: str, check: Check, live: int, model_holder: dict) -> str:
 
 def server_mode(name: str, check: Check) -> None:
     """The vLLM server-mode part (`gpu_check_server.py`), once, for the first checked architecture."""
-    from seal_hub.rollout.local_server import vllm_python
+    from local_server import vllm_python
 
     part = "vLLM server mode, fp32"
     model = name if check.dry else f"{name} ({server.SERVER_LAYERS} layers)"

@@ -39,11 +39,11 @@ def served_config(config, dry: bool):
 
 
 def server_part(config, check, python: Path) -> str:
+    from local_server import prefix_cache_counters, vllm_server
     from transformers import AutoModelForCausalLM
 
     from seal_hub.models.tiny import train_tokenizer
     from seal_hub.rollout.backend import GenerationRequest, SamplingConfig
-    from seal_hub.rollout.local_server import prefix_cache_counters, vllm_server
     from seal_hub.rollout.vllm_server import VLLMServerBackend
 
     sizes, device = check.sizes, check.device

@@ -7,7 +7,7 @@ each) through the same `RolloutEngine` with the same policy, greedy decoding and
 - ours: `HFBackend`, all live episodes in one decode batch, the task prefix's KV computed once per task and each
   episode's own KV kept between its steps;
 - transformers `generate`: every model step of all live episodes as one left-padded `model.generate` call
-  (`seal_hub.rollout.baselines.PaddedGenerateBackend`), nothing cached between steps;
+  (`baselines.PaddedGenerateBackend`, beside this script), nothing cached between steps;
 - transformers `generate_batch`: its continuous batching (paged KV, requests scheduled in and out), one call per
   model step (`ContinuousBatchingBackend`), where it runs here;
 - sequential: one episode at a time through `model.generate` (`SequentialBackend`), the oracle of the tests;
@@ -42,14 +42,14 @@ from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
 import torch
+from baselines import ContinuousBatchingBackend, PaddedGenerateBackend, SequentialBackend  # beside this script
+from local_server import vllm_server
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from seal_hub.envs.bfcl import BfclSuite
 from seal_hub.models import build_tiny_model, end_token_ids
 from seal_hub.models.demo import materialize_demo_model
-from seal_hub.rollout import HFBackend, PolicyInfo, RolloutConfig, RolloutEngine, SamplingConfig, SequentialBackend
-from seal_hub.rollout.baselines import ContinuousBatchingBackend, PaddedGenerateBackend
-from seal_hub.rollout.local_server import vllm_server
+from seal_hub.rollout import HFBackend, PolicyInfo, RolloutConfig, RolloutEngine, SamplingConfig
 from seal_hub.rollout.vllm_server import VLLMServerBackend
 
 

@@ -4,9 +4,9 @@ greedy tokens as the batched backend on multi-turn episodes, each row cut at its
 from __future__ import annotations
 
 import pytest
+from baselines import ContinuousBatchingBackend, PaddedGenerateBackend, _cut
 
 from seal_hub.rollout.backend import GenerationRequest, SamplingConfig
-from seal_hub.rollout.baselines import ContinuousBatchingBackend, PaddedGenerateBackend, _cut
 from seal_hub.rollout.engine import PolicyInfo, RolloutConfig, RolloutEngine
 from seal_hub.rollout.hf_backend import HFBackend
 

@@ -6,6 +6,7 @@ import copy
 
 import pytest
 import torch
+from baselines import SequentialBackend
 from scipy import stats
 from scripted import ScriptedBackend
 from template_models import LLAMA_END_TOKENS, PYTHONIC_TEMPLATE, build_tiny_llama, load
@@ -20,7 +21,6 @@ from seal_hub.models.parser_style import (
     style_from_rendering,
 )
 from seal_hub.rollout import GenerationRequest, HFBackend, PolicyInfo, RolloutConfig, RolloutEngine, SamplingConfig
-from seal_hub.rollout.reference import SequentialBackend
 from seal_hub.rollout.sampling import generate_kwargs, logits_processors
 from seal_hub.toolcalls import format_tool_calls
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from baselines import SequentialBackend
 from scripted import ScriptedBackend
 
 from seal_hub.envs.bfcl import EpisodeConfig
@@ -10,7 +11,6 @@ from seal_hub.rollout.backend import SamplingConfig
 from seal_hub.rollout.engine import PolicyInfo, RolloutConfig, RolloutEngine
 from seal_hub.rollout.hf_backend import HFBackend
 from seal_hub.rollout.records import read_trajectories, write_trajectories
-from seal_hub.rollout.reference import SequentialBackend
 from seal_hub.toolcalls import format_tool_calls
 
 TASKS = ["multi_turn_base_0", "multi_turn_base_1", "multi_turn_miss_func_0"]

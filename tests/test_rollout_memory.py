@@ -6,10 +6,10 @@ from __future__ import annotations
 import random
 
 import pytest
+from baselines import SequentialBackend
 
 from seal_hub.rollout.backend import GenerationRequest, SamplingConfig
 from seal_hub.rollout.hf_backend import HFBackend
-from seal_hub.rollout.reference import SequentialBackend
 
 GREEDY = SamplingConfig(temperature=0, max_new_tokens=6)
 

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from baselines import SequentialBackend
 from transformers import TrainerCallback
 from vllm_double import VLLMDouble
 
@@ -45,8 +46,6 @@ def rollouts(backend, tokenizer, suite, temperature=0.0, seed=0):
 
 
 def test_server_mode_rollouts_equal_the_reference_backends_and_resend_whole_sequences(tiny, suite):
-    from seal_hub.rollout import SequentialBackend
-
     _, model, tokenizer = tiny
     eos = [tokenizer.eos_token_id]
     with VLLMDouble(model) as double:
@@ -242,8 +241,9 @@ def real_server(tmp_path_factory):
     vLLM's CPU attention refuses the default tiny model's head dim 16 ("Unsupported CPU attention configuration:
     head_dim=16"). The KV cache is held to 1 GiB and the memory share to 10% (on the CPU backend
     `--gpu-memory-utilization` is a share of host memory, checked at start)."""
+    from local_server import vllm_python, vllm_server
+
     from seal_hub.models import build_tiny_model
-    from seal_hub.rollout.local_server import vllm_python, vllm_server
 
     python = vllm_python() or (CPU_VENV_PYTHON if CPU_VENV_PYTHON.exists() else None)
     if python is None:
@@ -259,15 +259,13 @@ def real_server(tmp_path_factory):
 def test_a_real_vllm_server_gives_the_hf_models_greedy_rollouts_and_reuses_their_prefixes(real_server, suite):
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from seal_hub.rollout import SequentialBackend
-
     url, path = real_server
     tokenizer = AutoTokenizer.from_pretrained(path)
     model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).eval()
     eos = [tokenizer.eos_token_id]
     backend = VLLMServerBackend(url, eos)
     assert backend.logprobs_mode == "processed_logprobs" and backend.max_model_len == 16384
-    from seal_hub.rollout.local_server import prefix_cache_counters
+    from local_server import prefix_cache_counters
 
     queried_before, hits_before = prefix_cache_counters(url)
     ours = rollouts(backend, tokenizer, suite)

@@ -20,7 +20,9 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlsplit
 
-from seal_hub.rollout import GenerationRequest, SamplingConfig, SequentialBackend
+from baselines import SequentialBackend
+
+from seal_hub.rollout import GenerationRequest, SamplingConfig
 
 
 class VLLMDouble:

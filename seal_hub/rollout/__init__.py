@@ -3,6 +3,10 @@
 The names below are imported on first use, so ``seal_hub.rollout.hf_backend`` (the batched backend: torch and
 transformers only) imports where the engine's and the records' dependencies (bfcl-eval, datasets, pyarrow,
 pydantic) are not installed, as `benchmarks/gpu_check.py` needs on a bare GPU machine.
+
+Not here: the plain backends the batched one is measured and tested against (one request at a time, transformers'
+padded and continuous batching) and the loopback `vllm serve` of the checks: benchmark and test code, in
+`benchmarks/baselines.py` and `benchmarks/local_server.py`.
 """
 
 from __future__ import annotations
@@ -24,9 +28,6 @@ _LAZY = {
     "Trajectory": "seal_hub.rollout.records",
     "read_trajectories": "seal_hub.rollout.records",
     "write_trajectories": "seal_hub.rollout.records",
-    "SequentialBackend": "seal_hub.rollout.reference",
-    "PaddedGenerateBackend": "seal_hub.rollout.baselines",
-    "ContinuousBatchingBackend": "seal_hub.rollout.baselines",
 }
 __all__ = sorted(_LAZY)
 

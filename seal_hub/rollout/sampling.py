@@ -5,7 +5,7 @@
 something (temperature != 1, top_k != 0, top_p < 1), then draws from the softmax of the warped scores
 (transformers 5.23, `GenerationMixin._get_logits_processor`). `logits_processors` builds the same list from a
 `SamplingConfig`, so the batched backend (`hf_backend.py`) samples the distribution `model.generate` samples,
-and `generate_kwargs` gives the reference backend (`reference.py`) the `model.generate` arguments that mean
+and `generate_kwargs` gives the plain backends (`benchmarks/baselines.py`) the `model.generate` arguments that mean
 the same settings. Reusing the warpers (not re-writing them) keeps their edge cases: ties at the top-k
 boundary, top-p keeping at least one token, the -inf filter value.
 
@@ -30,7 +30,7 @@ from transformers import LogitsProcessorList, TemperatureLogitsWarper, TopKLogit
 from seal_hub.rollout.backend import SamplingConfig
 
 # model.generate settings a checkpoint's generation_config may set that the batched backend does not apply:
-# the reference backend passes them explicitly so the two backends sample under the same settings.
+# the plain backends (benchmarks/baselines.py) pass them explicitly so the backends sample under the same settings.
 NEUTRAL_GENERATE_SETTINGS: dict[str, Any] = {
     "repetition_penalty": None,
     "no_repeat_ngram_size": None,
@@ -79,7 +79,7 @@ class Sampler:
 
 
 def generate_kwargs(sampling: SamplingConfig) -> dict[str, Any]:
-    """`model.generate` keyword arguments for the same sampling as `Sampler` (the reference backend's)."""
+    """`model.generate` keyword arguments for the same sampling as `Sampler` (the plain backends')."""
     if sampling.temperature == 0:
         return {"do_sample": False, "temperature": None, "top_p": None, "top_k": None, **NEUTRAL_GENERATE_SETTINGS}
     return {

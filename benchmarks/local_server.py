@@ -9,6 +9,9 @@ it also stops the engine processes it forks; its output goes to a log file whose
 
 `prefix_cache_counters` reads vLLM's Prometheus counters of prompt tokens queried against the prefix cache and found
 there, which is how a check sees that multi-turn requests reuse earlier steps' KV.
+
+Benchmark and test code, not the library's: it lives beside the benchmarks that use it (the tests put this folder on
+their path, pyproject.toml's ``pythonpath``). Not covered: the client (`seal_hub.rollout.vllm_server`).
 """
 
 from __future__ import annotations

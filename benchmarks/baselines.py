@@ -1,18 +1,27 @@
-"""What a user would roll out with instead of `HFBackend`: transformers' own batched generation.
+"""The plain ways to generate that SEAL's batched, prefix-cached `HFBackend` is measured and tested against.
 
-Two `GenerationBackend`s that hand each call's requests (one per live episode) to transformers as one batch and
-keep nothing between calls, so every model step re-encodes every episode's whole sequence:
+Three `GenerationBackend`s that keep nothing between calls, so every model step re-encodes each episode's whole
+sequence:
 
-- `PaddedGenerateBackend`: `model.generate` over the requests left-padded to the longest, with their attention
-  mask (the model derives positions from it), greedy or sampled with the same warpers (`sampling.generate_kwargs`);
+- `SequentialBackend`: one request at a time through `model.generate`. The baseline of the evaluation and rollout
+  benchmarks, and the oracle the tests compare `HFBackend`'s greedy outputs and its sampling distribution with
+  (and that the loopback vLLM double, `tests/helpers/vllm_double.py`, generates with);
+- `PaddedGenerateBackend`: `model.generate` over one call's requests (one per live episode) left-padded to the
+  longest, with their attention mask (the model derives positions from it), greedy or sampled with the same
+  warpers (`sampling.generate_kwargs`);
 - `ContinuousBatchingBackend`: `model.generate_batch`, transformers' continuous batching (a paged KV cache that
   schedules requests in and out of the batch as they finish); greedy only here, since its sampling draws are its
   own.
 
-They are the anchors of `benchmarks/rollout_throughput.py`: the same multi-turn requests through the engine a
-user already has, tokens checked equal first. Under greedy decoding a padded batch agrees with `HFBackend` up to
-float rounding (padding changes the matmul shapes), which on near-tied logits can flip a token: the benchmark
-compares the tokens and says so instead of timing different work.
+The last two are what a user would roll out with instead of `HFBackend`, the anchors of `rollout_throughput.py`:
+the same multi-turn requests through the engine a user already has, tokens checked equal first. Under greedy
+decoding a padded batch agrees with `HFBackend` up to float rounding (padding changes the matmul shapes), which on
+near-tied logits can flip a token: the benchmark compares the tokens and says so instead of timing different work.
+Sampling settings are passed explicitly (`sampling.generate_kwargs`), so a checkpoint's generation_config.json does
+not add a repetition penalty or top-k of its own.
+
+Benchmark and test code, not the library's: it lives beside the benchmarks (the tests put this folder on their
+path, pyproject.toml's ``pythonpath``). Not covered: KV caching of any kind (that is `HFBackend`'s job).
 """
 
 from __future__ import annotations
@@ -22,8 +31,53 @@ from collections.abc import Iterable
 import torch
 
 from seal_hub.rollout.backend import Generation, GenerationRequest, SamplingConfig
-from seal_hub.rollout.reference import SequentialBackend
 from seal_hub.rollout.sampling import generate_kwargs
+
+
+class SequentialBackend:
+    """One `model.generate` call per request, each on the request's whole sequence; seeded per call."""
+
+    def __init__(self, model, eos_token_ids: Iterable[int], pad_token_id: int = 0, seed: int = 0) -> None:
+        self.model = model
+        self.eos_token_ids = sorted({int(i) for i in eos_token_ids})
+        self.pad_token_id = pad_token_id
+        self.seed = seed
+        self._calls = 0
+
+    def release(self, session: str) -> None:
+        """Nothing is cached."""
+
+    @torch.no_grad()  # not inference_mode: a parameter ZeRO-3 gathers here must stay a normal tensor (TRL: same)
+    def generate(self, requests: list[GenerationRequest], sampling: SamplingConfig) -> list[Generation]:
+        was_training = self.model.training
+        self.model.eval()
+        try:
+            return [self._one(r, sampling) for r in requests]
+        finally:
+            self.model.train(was_training)
+
+    def _one(self, request: GenerationRequest, sampling: SamplingConfig) -> Generation:
+        device = next(self.model.parameters()).device
+        ids = torch.tensor([request.token_ids], device=device)
+        self._calls += 1
+        torch.manual_seed(self.seed + self._calls)
+        out = self.model.generate(
+            ids,
+            attention_mask=torch.ones_like(ids),
+            max_new_tokens=request.max_new_tokens or sampling.max_new_tokens,
+            **generate_kwargs(sampling),
+            eos_token_id=self.eos_token_ids,
+            pad_token_id=self.pad_token_id,
+            output_scores=True,
+            return_dict_in_generate=True,
+        )
+        tokens = out.sequences[0, ids.shape[1] :].tolist()
+        logprobs = [
+            float(torch.log_softmax(score[0].float(), dim=-1)[token])
+            for score, token in zip(out.scores, tokens, strict=True)
+        ]
+        finished = bool(tokens) and tokens[-1] in self.eos_token_ids
+        return Generation(tuple(tokens), tuple(logprobs), finished)
 
 
 class PaddedGenerateBackend(SequentialBackend):
