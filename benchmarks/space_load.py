@@ -5,10 +5,12 @@ rolled out by the rollout engine on a few BFCL tasks (real prompts, token ids, l
 diagnosis labels), and those records are repeated with new rollout indices up to `--episodes`. They are published
 as one iteration to a temporary local registry with `seal_hub.hub.publish_trajectories`, as a training run does.
 
-Measured, each from a fresh `seal_hub.replay.Viewer` (the BFCL suite is loaded once beforehand, as the Space does
-at start-up): open the run, list the iteration's episodes with their labels, render the first episode as chat and
-what the agent was shown. Baseline, in the same run: the same iteration read the straightforward way, with
-`seal_hub.hub.load_trajectories` (`datasets.load_dataset`) and `from_rows` into `Trajectory` records.
+Measured, each from a fresh `seal_hub.replay.Viewer` given the BFCL suite loaded once beforehand (`add_suite`: a Space
+process loads it once, on its first replay, and keeps it; loading its 800 tasks takes longer than the open itself, so
+a Viewer left to load it would time the suite, not the Space): open the run, list the iteration's episodes with their
+labels, render the first episode as chat and what the agent was shown. Baseline, in the same run: the same iteration
+read the straightforward way, with `seal_hub.hub.load_trajectories` (`datasets.load_dataset`) and `from_rows` into
+`Trajectory` records.
 Last line exactly: `space load: X.XX s for N episodes` (the first, coldest open).
 
     python benchmarks/space_load.py [--episodes 1000] [--tasks 4] [--repeats 3]
@@ -57,7 +59,7 @@ def open_and_show(suite) -> tuple[float, int, int]:
     from seal_hub.replay import Selection, Viewer
 
     viewer = Viewer()
-    viewer._suite = suite
+    viewer.add_suite(suite)  # loaded once beforehand; a fresh Viewer would load its 800 tasks inside the timing
     start = time.perf_counter()
     browse = viewer.browse(Selection(run="local://bench/space"))
     replay = viewer.replay(browse.selection)

@@ -1,4 +1,5 @@
-"""Shared fixtures. Tests run offline: nothing here may reach a network."""
+"""Shared fixtures (shared helpers that are not fixtures: tests/helpers/). Tests run offline: nothing here may
+reach a network."""
 
 from __future__ import annotations
 
@@ -8,12 +9,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-from pathlib import Path  # noqa: E402
-
 import pytest  # noqa: E402
-
-# the SEAL paper's split file, as the package ships it (tests never read files outside the repository)
-PAPER_SPLIT = Path(__file__).resolve().parents[1] / "seal_hub" / "envs" / "bfcl" / "data" / "paper_split.json"
 
 
 @pytest.fixture(scope="session")

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from oracle_script import oracle_script
-from scripted import ScriptedBackend
+from helpers.oracle_script import oracle_script
+from helpers.scripted import ScriptedBackend
 
 from seal_hub.envs.bfcl_single import BfclSingleSuite, SingleTaskDataError
 from seal_hub.envs.bfcl_single.tasks import _task

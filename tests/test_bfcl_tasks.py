@@ -6,7 +6,7 @@ import json
 from collections import Counter
 
 import pytest
-from conftest import PAPER_SPLIT
+from helpers.paths import PAPER_SPLIT
 
 from seal_hub.envs.bfcl import CATEGORIES, SplitError, class_tools, load_split, stratified_split
 from seal_hub.envs.bfcl.tasks import ADDITIONAL_FUNCTION_PROMPT, TaskDataError, parse_call_string

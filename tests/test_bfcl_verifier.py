@@ -6,7 +6,7 @@ import random
 from collections import Counter
 
 import pytest
-from perturb import KINDS, perturb
+from helpers.perturb import KINDS, perturb
 
 from seal_hub.envs.bfcl import EpisodeConfig, GroundTruthTrace, ground_truth_steps, replay
 from seal_hub.envs.bfcl.official import official_check, release_instances

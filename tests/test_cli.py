@@ -9,7 +9,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import PAPER_SPLIT
+from helpers.paths import PAPER_SPLIT
 
 from seal_hub.cli import main
 

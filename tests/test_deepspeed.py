@@ -13,7 +13,7 @@ wrote, and each registry version published once.
 Also: one rank SIGKILLed in the middle of a step (`seal_hub.kill_points` with SEAL_HUB_KILL_RANK) ends the launch
 non-zero within seconds (torchrun's agent stops the other rank) without touching what was written, and a relaunch
 ends where an uninterrupted run does; and the memory estimate's ZeRO-3 parts per rank against the bytes of
-DeepSpeed's partitions in a real run. These launch `tests/zero3_probe.py`, the training script plus a per-rank
+DeepSpeed's partitions in a real run. These launch `tests/helpers/zero3_probe.py`, the training script plus a per-rank
 report of the loop state, the rollouts gathered and the partitions held.
 """
 
@@ -31,15 +31,15 @@ from pathlib import Path
 
 import pytest
 import yaml
-from run_checks import git, registry_repos, tags
-from zero3_probe import PROBE_ENV, SHAPED_ENV, rollouts_digest
+from helpers.run_checks import git, registry_repos, tags
+from helpers.zero3_probe import PROBE_ENV, SHAPED_ENV, rollouts_digest
 
 from seal_hub.rollout.records import read_trajectories
 
 ROOT = Path(__file__).resolve().parents[1]
 LOOP = ROOT / "tests" / "configs" / "loop_cpu.yaml"  # 2 tasks, 2 rollouts per prompt, 1 prompt per rank and step
 RUN = "test/zero3"
-PROBE = ROOT / "tests" / "zero3_probe.py"  # the training script, writing each rank's state when it ends
+PROBE = ROOT / "tests" / "helpers" / "zero3_probe.py"  # the training script, writing each rank's state when it ends
 
 
 def zero3_config(path: Path, port: int) -> Path:
@@ -51,7 +51,7 @@ def zero3_config(path: Path, port: int) -> Path:
 
 
 def launch(config: Path, model: Path, out: Path, registry: Path, steps: int, *flags: str, **options):
-    """`accelerate launch` of the training script; options: `probe` (a folder: run tests/zero3_probe.py, which
+    """`accelerate launch` of the training script; options: `probe` (a folder: run tests/helpers/zero3_probe.py, which
     writes each rank's state there), `env` (more variables), `timeout` (seconds, default 1200)."""
     probe, timeout = options.pop("probe", None), options.pop("timeout", 1200)
     script = [str(PROBE)] if probe is not None else ["-m", "seal_hub.scripts.seal"]

@@ -6,7 +6,8 @@ import json
 import random
 
 import pytest
-from perturb import KINDS, perturb
+from helpers.perturb import KINDS, perturb
+from helpers.turns import labels_of
 
 from seal_hub.diagnosis import (
     DEFAULT_RHO,
@@ -18,51 +19,8 @@ from seal_hub.diagnosis import (
 )
 from seal_hub.envs.bfcl import EpisodeConfig, ground_truth_steps
 from seal_hub.envs.bfcl.official import official_check
-from seal_hub.envs.protocol import Action, ToolCall
+from seal_hub.envs.protocol import ToolCall
 from seal_hub.rollout.records import CallRecord, ParseErrorRecord, ResultRecord, StepRecord, TurnRecord, VerdictRecord
-
-BFCL_PROTOCOL = EpisodeConfig(allow_hidden_tools=True)
-
-
-def replay_turns(suite, task, steps, config=BFCL_PROTOCOL):
-    """Run a trajectory through an episode and return its turns as trajectory records."""
-    episode = suite.episode(task, config)
-    episode.reset()
-    for turn in steps:
-        for calls in turn:
-            if calls and not episode.done:
-                episode.step(Action(tool_calls=tuple(calls)))
-        if not episode.done:
-            episode.step(Action(content="done"))
-    verdict = episode.verdict
-    records = []
-    for index, turn in enumerate(episode.history):
-        step_records = [
-            StepRecord(
-                text=action.content,
-                tool_calls=[CallRecord.of(c) for c in action.tool_calls],
-                parse_errors=[ParseErrorRecord(kind=e.kind, message=e.message) for e in action.parse_errors],
-                results=[
-                    ResultRecord(content=r.content, error_kind=r.error_kind, executed=r.executed, note=r.note)
-                    for r in results
-                ],
-            )
-            for action, results in turn.steps
-        ]
-        v = verdict.turns[index] if index < len(verdict.turns) else None
-        records.append(
-            TurnRecord(
-                index=index,
-                steps=step_records,
-                verdict=None if v is None else VerdictRecord.of(v),
-            )
-        )
-    return records, verdict
-
-
-def labels_of(suite, task, steps, **kw):
-    records, verdict = replay_turns(suite, task, steps, **kw)
-    return [label_turn(r, task.ground_truth[r.index]) for r in records], verdict
 
 
 def test_every_ground_truth_turn_is_labelled_a_success(suite):

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from helpers.paths import RECIPE_CONFIGS as CONFIGS
 
 from seal_hub.cli import main
 from seal_hub.estimate import estimate_plan, load_plan, resolve_shape
@@ -25,7 +26,6 @@ from seal_hub.estimate.parts import (
 from seal_hub.estimate.plan import LaunchPlan
 from seal_hub.estimate.shapes import ModelShape, shape_from_config, shipped_backbones
 
-CONFIGS = Path(__file__).resolve().parents[1] / "recipes" / "configs"
 LAST_LINE = re.compile(r"^estimate: (\d+\.\d) GB per GPU, (fits in|does not fit in) (\d+(?:\.\d+)?) GB$")
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from test_estimate import CONFIGS
+from helpers.paths import RECIPE_CONFIGS as CONFIGS
 
 from seal_hub.estimate.parts import ZERO3_PERSISTENCE_THRESHOLD, lora_params, trainable, weights
 from seal_hub.estimate.plan import LaunchPlan, load_plan

@@ -168,7 +168,7 @@ def test_bad_input_is_a_one_line_error(tmp_path, capsys, monkeypatch, argv, mess
 
 
 def test_an_interface_snapshot_file_is_recorded_with_its_version_and_hash(tmp_path, capsys):
-    from hub_artifacts import snapshots
+    from helpers.hub_artifacts import snapshots
 
     evolved = snapshots()[1]
     path = evolved.save(tmp_path / "v1.json")

@@ -8,9 +8,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from hub_artifacts import adapter
-from hub_double import HubDouble
-from test_hub_remote import TOKEN, _online
+from helpers.hub_artifacts import adapter
+from helpers.hub_double import TOKEN, HubDouble, talk_to
 
 from seal_hub.cli import main
 from seal_hub.hub import LocalRegistry, Ref, load_trajectories, publish_adapter
@@ -112,7 +111,7 @@ def test_publish_to_the_hub_double(models, tmp_path, capsys, monkeypatch):
     from seal_hub.hub.hf import HubRegistry
 
     with HubDouble(token=TOKEN) as double:
-        _online(monkeypatch, double, tmp_path)
+        talk_to(monkeypatch, double, tmp_path)
         version = publish_adapter("alice/run2-adapter", 0, models["adapters"][0], registry=HubRegistry())
         weights = (models["adapters"][0] / "adapter_model.safetensors").read_bytes()
         lines = _eval_and_publish(

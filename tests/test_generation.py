@@ -7,9 +7,9 @@ import copy
 import pytest
 import torch
 from baselines import SequentialBackend
+from helpers.scripted import ScriptedBackend
+from helpers.template_models import LLAMA_END_TOKENS, PYTHONIC_TEMPLATE, build_tiny_llama, load
 from scipy import stats
-from scripted import ScriptedBackend
-from template_models import LLAMA_END_TOKENS, PYTHONIC_TEMPLATE, build_tiny_llama, load
 
 from seal_hub.envs.protocol import ToolCall
 from seal_hub.models import end_token_ids, template_end_of_turn

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from hub_artifacts import adapter, diagnoses, lora_weights, snapshots, trajectories
+from helpers.hub_artifacts import adapter, diagnoses, lora_weights, snapshots, trajectories
 
 import seal_hub
 from seal_hub.cli import main

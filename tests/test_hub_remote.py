@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 import torch
-from hub_artifacts import adapter, diagnoses, lora_weights, snapshots, trajectories
-from hub_double import HubDouble
+from helpers.hub_artifacts import adapter, diagnoses, lora_weights, snapshots, trajectories
+from helpers.hub_double import TOKEN, HubDouble, talk_to
 
 import seal_hub
 from seal_hub.cli import main
@@ -36,29 +36,7 @@ from seal_hub.rollout.records import from_rows
 
 pytestmark = pytest.mark.hub
 
-TOKEN = "hf_SealCanary7f3c9a1e5b2d4f6a8c0e"
 REPO_ROOT = Path(__file__).resolve().parents[1]
-
-
-def _online(patch: pytest.MonkeyPatch, double: HubDouble, root: Path) -> None:
-    """Talk to `double` (this test only): the client's import-time switches, and the environment read at call time."""
-    from huggingface_hub import constants
-
-    patch.setattr(constants, "HF_HUB_OFFLINE", False)
-    patch.setattr(constants, "HF_HUB_DISABLE_XET", True)
-    for name, value in {
-        "HF_HUB_OFFLINE": "0",
-        "HF_DATASETS_OFFLINE": "0",
-        "TRANSFORMERS_OFFLINE": "0",
-        "HF_HUB_DISABLE_XET": "1",
-        "HF_ENDPOINT": double.endpoint,
-        "HF_TOKEN": TOKEN,
-        "HF_HUB_CACHE": str(root / "hf-cache"),
-        "HF_DATASETS_CACHE": str(root / "datasets-cache"),
-        "SEAL_HUB_REGISTRY": str(root / "registry"),
-    }.items():
-        patch.setenv(name, value)
-    patch.delenv("SEAL_HUB_BACKEND", raising=False)
 
 
 @pytest.fixture(scope="module")
@@ -91,21 +69,21 @@ def hub_run(models, tmp_path_factory):
     """Two iterations published straight to one double, shared by the read-only tests."""
     root = tmp_path_factory.mktemp("hub-run")
     with HubDouble(token=TOKEN) as double, pytest.MonkeyPatch.context() as patch:
-        _online(patch, double, root)
+        talk_to(patch, double, root)
         data = _publish_run(models, HubRegistry())
         yield {"double": double, "data": data, "root": root, **models}
 
 
 @pytest.fixture
 def online(hub_run, monkeypatch):
-    _online(monkeypatch, hub_run["double"], hub_run["root"])
+    talk_to(monkeypatch, hub_run["double"], hub_run["root"])
     return hub_run
 
 
 @pytest.fixture
 def hub(tmp_path, monkeypatch):
     with HubDouble(token=TOKEN) as double:
-        _online(monkeypatch, double, tmp_path)
+        talk_to(monkeypatch, double, tmp_path)
         yield double
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from bfcl_eval.constants.executable_backend_config import MULTI_TURN_FUNC_DOC_FILE_MAPPING
+from helpers.profiles import PROFILE
 
 import seal_hub.interface as interface_module
 from seal_hub.cli import main
@@ -31,17 +32,6 @@ from seal_hub.interface import (
 from seal_hub.snapshot_store import SnapshotStore
 
 ALL_TOOLS = [tool.schema for name in MULTI_TURN_FUNC_DOC_FILE_MAPPING for tool in class_tools(name)]
-PROFILE = FailureProfile.from_dict(
-    {
-        "rollouts": 40,
-        "turns": 100,
-        "labels": {
-            "missing_tool_call": {"count": 25, "prevalence": 0.25, "mean_reward": 0.3},
-            "spurious_tool_call": {"count": 12, "prevalence": 0.12, "mean_reward": 0.1},
-            "pass": {"count": 63, "prevalence": 0.63, "mean_reward": 0.5},
-        },
-    }
-)
 
 
 def _schemas(class_name: str) -> dict[str, dict]:

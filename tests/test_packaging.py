@@ -17,7 +17,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from run_checks import check_run, git
+from helpers.run_checks import check_run, git
 
 from seal_hub.cli import main as cli_main
 

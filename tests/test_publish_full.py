@@ -8,9 +8,9 @@ import json
 
 import pytest
 import torch
+from helpers.scripted import half_right
+from helpers.tiny_run import tiny_run_settings
 from safetensors.torch import load_file
-from scripted import half_right
-from tiny_run import tiny_run_settings
 
 TASKS = ["multi_turn_base_1", "multi_turn_base_3"]
 RUN = "demo/full-run"

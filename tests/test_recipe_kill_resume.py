@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from run_checks import check_run, fingerprint
+from helpers.run_checks import check_run, fingerprint
 
 from seal_hub.run_records import is_complete
 

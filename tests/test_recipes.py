@@ -3,41 +3,13 @@ CPU as far as a CPU allows (the tiny model stands in for the GPU models, which c
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import pytest
 import yaml
+from helpers.paths import LOOP, RECIPE_CONFIGS, ROOT
+from helpers.recipes import parse, recipe_module
 
-ROOT = Path(__file__).resolve().parents[1]
-# the multi-turn loop at a plumbing test's size (the demo trains bfcl-single and evaluates 300 episodes)
-LOOP = ROOT / "tests" / "configs" / "loop_cpu.yaml"
-CONFIGS = sorted(p for p in (ROOT / "recipes" / "configs").glob("*.yaml") if not p.name.startswith("experiment_"))
+CONFIGS = sorted(p for p in RECIPE_CONFIGS.glob("*.yaml") if not p.name.startswith("experiment_"))
 GPU_CONFIGS = {"qwen2.5-3b-lora.yaml", "qwen2.5-7b-qlora.yaml", "paper_full_ft.yaml", "qwen2.5-7b-full-server.yaml"}
-
-
-def recipe_module():
-    if "seal_recipe" not in sys.modules:  # recipes/ is not a package: load the script as a module, once
-        spec = importlib.util.spec_from_file_location("seal_recipe", ROOT / "recipes" / "seal.py")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules["seal_recipe"] = module  # dataclasses look their module up there
-        spec.loader.exec_module(module)
-    return sys.modules["seal_recipe"]
-
-
-def parse(config: Path, *flags: str, gpu: bool = False, monkeypatch=None):
-    from trl import TrlParser
-
-    from seal_hub.models import PolicyConfig
-    from seal_hub.training import SealConfig
-
-    recipe = recipe_module()
-    if gpu:  # everything the YAML says, but bf16 (which needs the GPU this machine lacks)
-        flags = (*flags, "--bf16", "false", "--use_cpu", "true")
-    parser = TrlParser((recipe.SealScriptArguments, SealConfig, PolicyConfig))
-    monkeypatch.setattr(sys, "argv", ["seal.py", "--config", str(config), *flags])
-    return parser.parse_args_and_config()
 
 
 def test_the_expected_configs_exist():

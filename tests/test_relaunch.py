@@ -6,8 +6,9 @@ loop would take one more step before it tests max_steps."""
 from __future__ import annotations
 
 import pytest
-from run_checks import check_run, fingerprint
-from test_recipes import ROOT, parse, recipe_module
+from helpers.paths import ROOT
+from helpers.recipes import parse, recipe_module
+from helpers.run_checks import check_run, fingerprint
 
 RUN = "test/relaunch"
 DEMO = ROOT / "tests" / "configs" / "loop_cpu.yaml"  # the multi-turn loop at a test's size

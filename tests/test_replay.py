@@ -7,7 +7,7 @@ import json
 import shutil
 
 import pytest
-from replay_data import replay_world
+from helpers.replay_data import replay_world
 
 from seal_hub.replay import EpisodeFilter, ReplayError, Selection, Viewer, deep_link, open_source
 from seal_hub.replay.chat import FAILED, PASSED, render_episode
@@ -47,7 +47,7 @@ def test_a_published_run_opens_with_its_iterations_revisions_and_versions(env):
 
 
 def test_the_interface_versions_come_from_the_environment_repository(env):
-    from replay_data import interfaces
+    from helpers.replay_data import interfaces
 
     source = open_source("alice/demo")
     v0, v1 = interfaces()
@@ -143,7 +143,7 @@ def test_an_evaluation_directory_and_a_training_directory_open_like_runs(env, tm
     table = source.episodes("evaluation")
     trajectories, rows = env["evaluation"]
     assert len(table) == len(trajectories) and [list(s.labels) for s in table.summaries] == [r["labels"] for r in rows]
-    from replay_data import interfaces
+    from helpers.replay_data import interfaces
 
     run = tmp_path / "out"
     for k, name in enumerate(("step_000001", "step_000002")):
@@ -238,7 +238,7 @@ def test_a_corrupt_parquet_file_and_a_missing_interface_version_are_named(env, t
 
 
 def test_live_plays_a_published_adapter_under_a_version_and_stops_at_its_limit(env, suite, tmp_path):
-    from hub_artifacts import adapter
+    from helpers.hub_artifacts import adapter
 
     from seal_hub.hub import get_registry, publish_adapter
     from seal_hub.replay.live import LiveLimits, LiveRequest, LiveRunner

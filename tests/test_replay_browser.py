@@ -11,8 +11,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from replay_data import replay_world
-from test_replay_space import APP, free_port, load_app
+from helpers.space_app import served_app
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 pytestmark = pytest.mark.skipif(
@@ -22,19 +21,9 @@ pytestmark = pytest.mark.skipif(
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory, suite):
-    with pytest.MonkeyPatch.context() as patch:
-        world = replay_world(tmp_path_factory.mktemp("browser"), suite, patch)
-        patch.setenv("SEAL_REPLAY_RUN", "alice/demo")
-        app = load_app(APP, "seal_replay_app_in_browser")
-        app.SPACE.viewer._suites["bfcl"] = suite
-        port = free_port()
-        app.demo.launch(
-            prevent_thread_lock=True, ssr_mode=False, quiet=True, server_port=port, css=app.CSS, theme=app.THEME
-        )
-        try:
-            yield {"url": f"http://127.0.0.1:{port}/", **world}
-        finally:
-            app.demo.close()
+    with served_app(tmp_path_factory.mktemp("browser"), suite, "seal_replay_app_in_browser", styled=True) as served:
+        _, url, world = served
+        yield {"url": url, **world}
 
 
 @pytest.fixture(scope="module")
@@ -126,21 +115,10 @@ def test_a_bad_deep_link_shows_a_message_not_a_traceback(site, browser, shots):
 
 @pytest.fixture(scope="module")
 def public_site(tmp_path_factory, suite):
-    with pytest.MonkeyPatch.context() as patch:
-        world = replay_world(tmp_path_factory.mktemp("public"), suite, patch)
-        patch.setenv("SEAL_REPLAY_RUN", "alice/demo")
-        patch.setenv("SEAL_REPLAY_PUBLIC", "1")
-        patch.setenv("SEAL_REPLAY_POLICIES", "tiny")
-        app = load_app(APP, "seal_replay_public_app_in_browser")
-        app.SPACE.viewer._suites["bfcl"] = suite
-        port = free_port()
-        app.demo.launch(
-            prevent_thread_lock=True, ssr_mode=False, quiet=True, server_port=port, css=app.CSS, theme=app.THEME
-        )
-        try:
-            yield {"url": f"http://127.0.0.1:{port}/", **world}
-        finally:
-            app.demo.close()
+    env = {"SEAL_REPLAY_PUBLIC": "1", "SEAL_REPLAY_POLICIES": "tiny"}
+    root = tmp_path_factory.mktemp("public")
+    with served_app(root, suite, "seal_replay_public_app_in_browser", env, styled=True) as (_, url, world):
+        yield {"url": url, **world}
 
 
 def test_the_deployed_page_says_what_a_visitor_can_run_and_opens_a_run_for_a_missing_task(public_site, browser, shots):

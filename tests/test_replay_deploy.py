@@ -10,10 +10,9 @@ from pathlib import Path
 
 import pytest
 import yaml
-from hub_double import HubDouble
-from replay_data import publish_scripted_run, tiny_model
-from test_hub_remote import TOKEN, _online
-from test_replay_space import free_port, load_app, named
+from helpers.hub_double import TOKEN, HubDouble, talk_to
+from helpers.replay_data import publish_scripted_run, tiny_model
+from helpers.space_app import free_port, load_app, named
 
 from seal_hub.cli import main
 
@@ -29,7 +28,7 @@ def hub(tmp_path_factory, suite):
 
     root = tmp_path_factory.mktemp("deploy")
     with HubDouble(token=TOKEN) as double, pytest.MonkeyPatch.context() as patch:
-        _online(patch, double, root)
+        talk_to(patch, double, root)
         tokenizer = AutoTokenizer.from_pretrained(tiny_model())
         published = publish_scripted_run("alice/demo", HubRegistry(), suite, tokenizer)
         yield {"double": double, "root": root, "published": published}
@@ -37,7 +36,7 @@ def hub(tmp_path_factory, suite):
 
 @pytest.fixture
 def online(hub, monkeypatch):
-    _online(monkeypatch, hub["double"], hub["root"])
+    talk_to(monkeypatch, hub["double"], hub["root"])
     return hub
 
 
@@ -116,7 +115,7 @@ def test_the_deployed_app_shows_the_run_from_the_hub_at_its_pinned_revision(onli
             (tmp_path / name).write_bytes(data)
     monkeypatch.delenv("SEAL_REPLAY_RUN", raising=False)
     app = load_app(tmp_path / "app.py", "seal_replay_deployed_app")
-    app.SPACE.viewer._suites["bfcl"] = suite
+    app.SPACE.viewer.add_suite(suite)
     settings = app.SPACE.settings
     assert (settings.run, settings.revision, settings.public) == ("hf://alice/demo", "iter-0", True)
     assert app.SPACE.access.runs == ("alice",) and app.SPACE.access.policies == ("tiny",)

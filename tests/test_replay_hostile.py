@@ -14,8 +14,7 @@ import threading
 from types import SimpleNamespace
 
 import pytest
-from replay_data import replay_world
-from test_replay_space import APP, FIELDS, browse, free_port, load_app, named
+from helpers.space_app import FIELDS, browse, named, served_app
 
 from seal_hub.replay.episodes import ReplayError
 
@@ -27,20 +26,9 @@ ABSOLUTE = re.compile(r"(?<![\w:/.~-])/(?:etc|tmp|root|home|usr|proc|var|work)\b
 def deployed(tmp_path_factory, suite):
     from gradio_client import Client
 
-    with pytest.MonkeyPatch.context() as patch:
-        world = replay_world(tmp_path_factory.mktemp("hostile"), suite, patch)
-        patch.setenv("SEAL_REPLAY_RUN", "alice/demo")
-        patch.setenv("SEAL_REPLAY_PUBLIC", "1")
-        patch.setenv("SEAL_REPLAY_POLICIES", "tiny")
-        patch.setenv("SEAL_REPLAY_LIVE_STEPS", "1")
-        app = load_app(APP, "seal_replay_app_hostile")
-        app.SPACE.viewer._suites["bfcl"] = suite
-        port = free_port()
-        app.demo.launch(prevent_thread_lock=True, ssr_mode=False, quiet=True, server_port=port)
-        try:
-            yield {"client": Client(f"http://127.0.0.1:{port}/", verbose=False), "app": app, **world}
-        finally:
-            app.demo.close()
+    env = {"SEAL_REPLAY_PUBLIC": "1", "SEAL_REPLAY_POLICIES": "tiny", "SEAL_REPLAY_LIVE_STEPS": "1"}
+    with served_app(tmp_path_factory.mktemp("hostile"), suite, "seal_replay_app_hostile", env) as (app, url, world):
+        yield {"client": Client(url, verbose=False), "app": app, **world}
 
 
 def assert_quiet(reply, world, status: str) -> None:

@@ -3,55 +3,22 @@ the scripted run in a temporary local registry: browse, filter, step, compare, l
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import socket
 import sys
-from pathlib import Path
 
 import pytest
-from replay_data import replay_world
+from helpers.space_app import browse, free_port, named, served_app
 
-APP = Path(__file__).resolve().parents[1] / "spaces" / "replay" / "app.py"
-# what /open and /show return, in order (the frame is session state, not an output)
-FIELDS = [
-    "revision", "iteration", "version", "label", "category", "task", "rollout", "counts", "summary", "chat",
-    "shown", "position", "link", "status", "compare_title", "tools",
-]  # fmt: skip
 STEP_FIELDS = ["chat", "shown", "position", "status"]
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def load_app(path: Path, name: str):
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.fixture(scope="module")
 def space(tmp_path_factory, suite):
     from gradio_client import Client
 
-    with pytest.MonkeyPatch.context() as patch:
-        world = replay_world(tmp_path_factory.mktemp("space"), suite, patch)
-        patch.setenv("SEAL_REPLAY_RUN", "alice/demo")
-        patch.setenv("SEAL_REPLAY_LIVE_STEPS", "1")
-        app = load_app(APP, "seal_replay_app_under_test")
-        app.SPACE.viewer._suites["bfcl"] = suite
-        port = free_port()
-        app.demo.launch(prevent_thread_lock=True, ssr_mode=False, quiet=True, server_port=port)
-        try:
-            yield {"client": Client(f"http://127.0.0.1:{port}/", verbose=False), "app": app, **world}
-        finally:
-            app.demo.close()
-            sys.modules.pop("seal_replay_app_under_test", None)
+    env = {"SEAL_REPLAY_LIVE_STEPS": "1"}
+    with served_app(tmp_path_factory.mktemp("space"), suite, "seal_replay_app_under_test", env) as (app, url, world):
+        yield {"client": Client(url, verbose=False), "app": app, **world}
 
 
 def text(message: dict) -> str:
@@ -60,19 +27,6 @@ def text(message: dict) -> str:
     if isinstance(content, str):
         return content
     return "".join(part.get("text", "") for part in content if isinstance(part, dict))
-
-
-def named(values, fields=FIELDS) -> dict:
-    assert len(values) == len(fields)
-    return dict(zip(fields, values, strict=True))
-
-
-def browse(client, **chosen):
-    values = {
-        "run": "alice/demo", "rev": "", "iteration": "", "version": "episode's own", "label": "all",
-        "category": "all", "outcome": "all", "search": "", "task": "", "rollout": "0",
-    } | chosen  # fmt: skip
-    return list(values.values())
 
 
 def test_open_shows_the_latest_iteration_and_its_first_episode(space):

@@ -1,5 +1,5 @@
 """`seal-hub report`: tables and plots from run and evaluation directories, names, the paper's numbers beside
-ours, partial runs, and one-line errors on bad input. Inputs are synthetic (tests/report_fixtures.py) except
+ours, partial runs, and one-line errors on bad input. Inputs are synthetic (tests/helpers/report_fixtures.py) except
 the last test, which reports on a real two-step tiny training run."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from importlib import resources
 
 import pyarrow.parquet as pq
 import pytest
+from helpers.report_fixtures import write_eval, write_run
 from PIL import Image
-from report_fixtures import write_eval, write_run
 
 from seal_hub.cli import main
 from seal_hub.report import ReportInputError, build_report, load_source, parse_source_argument
@@ -307,7 +307,8 @@ def test_bad_evaluations_and_foreign_directories_give_one_line_and_exit_2(tmp_pa
 
 def test_report_on_a_real_tiny_training_run(suite, tmp_path, capsys):
     """Two SEAL steps with the tiny model (half the rollouts replay the ground truth), then the report."""
-    from test_trainer import half_right, make_trainer
+    from helpers.scripted import half_right
+    from helpers.tiny_run import make_trainer
 
     from seal_hub.models import build_tiny_model
 

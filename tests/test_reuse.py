@@ -9,11 +9,12 @@ from pathlib import Path
 
 import pytest
 import torch
-from hub_artifacts import adapter, lora_weights, snapshots
-from hub_double import HubDouble
-from scripted import ScriptedBackend
-from test_hub_remote import TOKEN, _online
-from test_recipes import LOOP, parse, recipe_module
+from helpers.hub_artifacts import adapter, lora_weights, snapshots
+from helpers.hub_double import TOKEN, HubDouble, talk_to
+from helpers.paths import LOOP
+from helpers.recipes import parse, recipe_module
+from helpers.scripted import half_right
+from helpers.tiny_run import tiny_run_settings
 
 import seal_hub
 from seal_hub.cli import main
@@ -221,7 +222,7 @@ def test_a_derived_snapshot_renders_as_its_source_and_names_its_origin(local, su
     import hashlib
     from dataclasses import replace
 
-    from hub_artifacts import PROFILE
+    from helpers.profiles import PROFILE
 
     from seal_hub.evolve import evolve
     from seal_hub.hub import Resolved
@@ -302,23 +303,6 @@ def test_load_environment_plays_a_whole_episode_with_the_interface_applied(local
 # ----- on the loopback Hub double: evolve from a published version; load_environment renders what was trained
 
 
-def bad_call_then_ground_truth(suite):
-    """Rollout 0: an unknown tool (answered with a recovery hint), then the ground truth; rollout 1: "Done."."""
-
-    def script(session, step, request):
-        task_id, index = session.split("#")[:2]
-        if index != "0":
-            return "Done."
-        texts = [format_tool_calls([ToolCall("no_such_tool", {})], "hermes")]
-        for calls in suite.task(task_id).ground_truth:
-            if calls:
-                texts.append(format_tool_calls(calls, "hermes"))
-            texts.append("Done.")
-        return texts[step]
-
-    return lambda model, tokenizer, step: ScriptedBackend(tokenizer, script)
-
-
 @pytest.mark.hub
 def test_training_evolves_from_a_hub_version_and_load_environment_renders_the_same_tokens(
     models, suite, tmp_path, monkeypatch
@@ -328,7 +312,7 @@ def test_training_evolves_from_a_hub_version_and_load_environment_renders_the_sa
     from seal_hub.training import SealConfig, SealTrainer
 
     with HubDouble(token=TOKEN) as double:
-        _online(monkeypatch, double, tmp_path)
+        talk_to(monkeypatch, double, tmp_path)
         hub = HubRegistry()
         publish_sources(hub, models["base"], tmp_path)
         out = tmp_path / "run"
@@ -339,21 +323,9 @@ def test_training_evolves_from_a_hub_version_and_load_environment_renders_the_sa
         check_base_model(published, str(models["base"]))
         model, tokenizer = load_policy(PolicyConfig(model_name_or_path=str(models["base"])))
         model = attach_adapter(model, published, trainable=True)
-        settings = dict(
-            output_dir=str(out),
-            per_device_train_batch_size=2,
-            num_generations=2,
-            max_steps=1,
-            learning_rate=1e-3,
-            save_strategy="steps",
-            save_steps=1,
-            report_to=[],
-            max_new_tokens=2048,
-            max_completion_length=8192,
-            beta=0.0,
-            use_cpu=True,
-            max_context_tokens=16384,
-            disable_tqdm=True,
+        # one step of one task x 2 rollouts
+        settings = tiny_run_settings(
+            tmp_path, output_dir=str(out), per_device_train_batch_size=2, max_steps=1, learning_rate=1e-3
         )
         trainer = SealTrainer(
             model,
@@ -363,7 +335,7 @@ def test_training_evolves_from_a_hub_version_and_load_environment_renders_the_sa
             tokenizer,
             interface=derive_interface(environment),
             policy_id="tiny",
-            backend_factory=bad_call_then_ground_truth(suite),
+            backend_factory=half_right(suite, opening=[format_tool_calls([ToolCall("no_such_tool", {})], "hermes")]),
             publish=PublishConfig(run="bob/evolved", backend="hub", base_model=str(models["base"])),
         )
         assert trainer.window.rho == environment.value.rho != DEFAULT_RHO  # the loop continues from the source's rho

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from baselines import SequentialBackend
-from scripted import ScriptedBackend
+from helpers.scripted import ScriptedBackend
 
 from seal_hub.envs.bfcl import EpisodeConfig
 from seal_hub.rollout.backend import SamplingConfig

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import PAPER_SPLIT
+from helpers.paths import PAPER_SPLIT
 
 from seal_hub.cli import main
 from seal_hub.rollout import read_trajectories

@@ -131,7 +131,7 @@ def test_the_accelerate_launch_runs_torchrun_on_each_node_with_its_rank(tmp_path
 def test_the_recipe_flags_parse_into_the_recipe_configs(tmp_path, monkeypatch):
     from dataclasses import fields
 
-    from test_recipes import recipe_module
+    from helpers.recipes import recipe_module
     from trl import TrlParser
 
     from seal_hub.models import PolicyConfig

@@ -8,8 +8,8 @@ from __future__ import annotations
 import sys
 
 import pytest
-from oracle_script import oracle_script
-from scripted import ScriptedBackend
+from helpers.oracle_script import oracle_script
+from helpers.scripted import ScriptedBackend
 
 from seal_hub.envs.protocol import Action, ToolCall
 from seal_hub.envs.suite import Suite, SuiteError

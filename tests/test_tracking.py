@@ -28,7 +28,8 @@ from seal_hub.envs.bfcl import BfclSuite, stratified_split
 from seal_hub.training.held_out import held_out_tasks
 from seal_hub.models import build_tiny_model, load_policy, lora_config
 from seal_hub.training import SealConfig, SealTrainer
-from test_trainer import TASKS, half_right, tiny_policy
+from helpers.scripted import half_right
+from helpers.tiny_run import TASKS, tiny_policy
 
 root = Path(sys.argv[1])
 suite = BfclSuite()

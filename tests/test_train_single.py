@@ -9,9 +9,9 @@ from collections import Counter
 
 import pytest
 import torch
-from run_checks import check_run
-from scripted import ScriptedBackend
-from test_recipes import recipe_module
+from helpers.recipes import recipe_module
+from helpers.run_checks import check_run
+from helpers.scripted import ScriptedBackend
 
 from seal_hub.diagnosis import DEFAULT_RHO, DiagnosisError, Label, diagnose
 from seal_hub.envs.bfcl_single import key_calls

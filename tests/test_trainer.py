@@ -7,15 +7,13 @@ import json
 
 import pytest
 import torch
-from scripted import ScriptedBackend, half_right, outcome_backend
-from tiny_run import tiny_run_settings
+from helpers.scripted import ScriptedBackend, outcome_backend
+from helpers.tiny_run import TASKS, make_trainer, tiny_policy, tiny_run_settings
 
 from seal_hub.diagnosis import DEFAULT_RHO, Label, RolloutDiagnosis
 from seal_hub.evolve import SCHEMA_NOTE
 from seal_hub.rollout.records import read_trajectories
 from seal_hub.run_records import load_state
-
-TASKS = ["multi_turn_base_1", "multi_turn_base_3"]
 
 
 @pytest.fixture(scope="module")
@@ -23,37 +21,6 @@ def tiny_dir(tmp_path_factory):
     from seal_hub.models import build_tiny_model
 
     return build_tiny_model(tmp_path_factory.mktemp("tiny"))
-
-
-def tiny_policy(tiny_dir):
-    from seal_hub.models import PolicyConfig
-
-    return PolicyConfig(
-        model_name_or_path=str(tiny_dir),
-        use_peft=True,
-        lora_r=4,
-        lora_alpha=8,
-        lora_target_modules=["q_proj", "v_proj"],
-    )
-
-
-def make_trainer(suite, tiny_dir, tmp_path, backend=None, **overrides):
-    from seal_hub.models import load_policy, lora_config
-    from seal_hub.training import SealConfig, SealTrainer
-
-    policy = tiny_policy(tiny_dir)
-    model, tokenizer = load_policy(policy)
-    settings = tiny_run_settings(tmp_path, **overrides)
-    return SealTrainer(
-        model,
-        SealConfig(**settings),
-        suite,
-        suite.select(TASKS),
-        tokenizer,
-        peft_config=lora_config(policy),
-        policy_id="tiny",
-        backend_factory=backend or half_right(suite),
-    )
 
 
 def test_two_training_steps_change_the_lora_parameters(suite, tiny_dir, tmp_path):

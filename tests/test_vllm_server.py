@@ -1,7 +1,7 @@
 """SEAL's rollouts in vLLM server mode (`seal_hub.rollout.vllm_server`), and the trainer wired to it.
 
-Fast part, against the loopback double (`vllm_double.py`): the HTTP client gives the rollouts the reference backend
-gives, sends each step's whole sequence (what the server's prefix cache relies on), seeds sampled requests per
+Fast part, against the loopback double (`helpers/vllm_double.py`): the HTTP client gives the rollouts the plain
+backend gives, sends each step's whole sequence (what the server's prefix cache relies on), seeds sampled requests per
 session, refuses a server it cannot trust with a reason; the trainer in `vllm_mode: server` generates through it and
 has TRL stream the merged policy before each generation step. TRL's weight transfer runs over NCCL and cannot run
 on CPU, so what the trainer sends up to that call is recorded by a client double that stands in for TRL's.
@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 import torch
 from baselines import SequentialBackend
+from helpers.vllm_double import VLLMDouble
 from transformers import TrainerCallback
-from vllm_double import VLLMDouble
 
 from seal_hub.rollout import GenerationRequest, PolicyInfo, RolloutConfig, RolloutEngine, SamplingConfig
 from seal_hub.rollout.vllm_server import ServerError, VLLMServerBackend, request_seed

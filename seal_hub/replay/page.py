@@ -161,6 +161,11 @@ class Viewer:
         """BFCL multi-turn: the suite of a run whose snapshots name none other."""
         return self.suite_for("bfcl")
 
+    def add_suite(self, suite: Any) -> None:
+        """Share a suite loaded already (by the Space's caller, a benchmark, a test) instead of loading it again."""
+        with self._lock:
+            self._suites[suite.name] = suite
+
     def suite_for(self, name: str) -> Any:
         """The suite a run's episodes come from (its interface snapshots name it): their tools are its tasks'."""
         with self._lock:

@@ -1,4 +1,4 @@
-"""The turn-label profile of perturbed ground-truth trajectories (tests/perturb.py), for comparing label rules.
+"""The turn-label profile of perturbed ground-truth trajectories (tests/helpers/perturb.py), for comparing label rules.
 
 Every BFCL multi-turn task, each perturbation kind once (seeded), replayed through an episode with the default
 training configuration and labelled turn by turn. Prints, per label, the count over all turns and over the
@@ -15,10 +15,10 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: perturb and the diagnosis test helpers
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: the helpers package
 
-from perturb import KINDS, perturb  # noqa: E402
-from test_diagnosis import labels_of  # noqa: E402
+from helpers.perturb import KINDS, perturb  # noqa: E402
+from helpers.turns import labels_of  # noqa: E402
 
 from seal_hub.diagnosis import Label  # noqa: E402
 from seal_hub.envs.bfcl import BfclSuite, EpisodeConfig  # noqa: E402

@@ -50,8 +50,8 @@ factory = None
 if oracle:  # rank 0 replays the ground truth, rank 1 is the random model
     sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
     from accelerate import PartialState  # noqa: E402
-    from oracle_script import oracle_script  # noqa: E402
-    from scripted import ScriptedBackend  # noqa: E402
+    from helpers.oracle_script import oracle_script  # noqa: E402
+    from helpers.scripted import ScriptedBackend  # noqa: E402
 
     if PartialState().process_index == 0:
         factory = lambda model, tokenizer, step: ScriptedBackend(tokenizer, oracle_script(suite))  # noqa: E731

@@ -11,8 +11,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from scripted import ScriptedBackend
-
+from helpers.scripted import ScriptedBackend
 from seal_hub.diagnosis import diagnose, diagnosis_rows
 from seal_hub.evolve import evolve
 from seal_hub.interface import InterfaceSnapshot
@@ -63,7 +62,7 @@ def scripted_episodes(suite, tokenizer, interface: InterfaceSnapshot, mistakes: 
 
 
 def interfaces() -> tuple[InterfaceSnapshot, InterfaceSnapshot]:
-    from hub_artifacts import PROFILE
+    from helpers.profiles import PROFILE
 
     v0 = InterfaceSnapshot.null()
     return v0, evolve(v0, PROFILE)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from seal_hub.rollout.backend import Generation, GenerationRequest, SamplingConfig
 from seal_hub.toolcalls import format_tool_calls
@@ -36,23 +36,24 @@ class ScriptedBackend:
         return out
 
 
-def half_right(suite):
+def half_right(suite, opening: Sequence[str] = ()):
     """A backend factory for the trainer: rollout 0 of each task answers with the ground truth (reward 1), every
-    other rollout says "Done." (reward 0), so each group's rewards differ and GRPO has a gradient."""
-    return outcome_backend(suite, {})
+    other rollout says "Done." (reward 0), so each group's rewards differ and GRPO has a gradient. `opening`: what
+    rollout 0 says first, before its answers (a call of an unknown tool, say, to draw a recovery hint)."""
+    return outcome_backend(suite, {}, opening)
 
 
-def outcome_backend(suite, outcomes: dict[str, str]):
+def outcome_backend(suite, outcomes: dict[str, str], opening: Sequence[str] = ()):
     """A backend factory whose rollouts of each task pass or fail by `outcomes[task]`: 'pass' (every rollout
-    replays the ground truth), 'fail' (every rollout says "Done."), 'half', the default (rollout 0 of a rank's
-    run passes, the rest fail)."""
+    replays the ground truth, after `opening`), 'fail' (every rollout says "Done."), 'half', the default (rollout 0
+    of a rank's run passes, the rest fail)."""
 
     def script(session, step, request):
         task_id, index = session.split("#")[:2]
         outcome = outcomes.get(task_id, "half")
         if outcome == "fail" or (outcome == "half" and index != "0"):
             return "Done."
-        texts = []
+        texts = list(opening)
         for calls in suite.task(task_id).ground_truth:
             if calls:
                 texts.append(format_tool_calls(calls, "hermes"))

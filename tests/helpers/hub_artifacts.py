@@ -4,14 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from test_interface import PROFILE as INTERFACE_TEST_PROFILE
-
+from helpers.profiles import PROFILE
 from seal_hub.diagnosis import Label, RolloutDiagnosis, diagnosis_rows
 from seal_hub.evolve import evolve
 from seal_hub.interface import InterfaceSnapshot
 from seal_hub.rollout.records import MessageRecord, Trajectory, TurnRecord, VerdictRecord
-
-PROFILE = INTERFACE_TEST_PROFILE  # the failure profile the interface tests evolve from
 
 
 def trajectories(iteration: int, count: int = 4, interface_version: str = "v0") -> list[Trajectory]:

@@ -34,6 +34,7 @@ import threading
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from urllib.parse import parse_qs, unquote, urlsplit
 
 import yaml
@@ -397,3 +398,29 @@ class _Handler(BaseHTTPRequestHandler):
         if blob.lfs_sha:
             headers.update({"X-Linked-Etag": f'"{blob.lfs_sha}"', "X-Linked-Size": str(blob.size)})
         return data, headers
+
+
+# the token the double checks: a canary that a test looks for in every card, dataset, log and error
+TOKEN = "hf_SealCanary7f3c9a1e5b2d4f6a8c0e"
+
+
+def talk_to(patch, double: HubDouble, root: Path) -> None:
+    """Point the clients at `double` for one test (`patch`: its pytest MonkeyPatch): the client's import-time
+    switches, and the environment read at call time."""
+    from huggingface_hub import constants
+
+    patch.setattr(constants, "HF_HUB_OFFLINE", False)
+    patch.setattr(constants, "HF_HUB_DISABLE_XET", True)
+    for name, value in {
+        "HF_HUB_OFFLINE": "0",
+        "HF_DATASETS_OFFLINE": "0",
+        "TRANSFORMERS_OFFLINE": "0",
+        "HF_HUB_DISABLE_XET": "1",
+        "HF_ENDPOINT": double.endpoint,
+        "HF_TOKEN": TOKEN,
+        "HF_HUB_CACHE": str(root / "hf-cache"),
+        "HF_DATASETS_CACHE": str(root / "datasets-cache"),
+        "SEAL_HUB_REGISTRY": str(root / "registry"),
+    }.items():
+        patch.setenv(name, value)
+    patch.delenv("SEAL_HUB_BACKEND", raising=False)
