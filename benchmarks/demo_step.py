@@ -1,9 +1,9 @@
 """Where one GRPO step of the CPU demo goes, with TRL's loss forward and with the shared-prompt forward.
 
-Trains the demo's policy (SmolLM2-135M-Instruct with the demo's LoRA, `recipes/configs/demo_cpu.yaml`) on the
-demo's bfcl-single tasks with the demo's GRPO settings, without the warm-up and the held-out evaluations, for
-`--steps` steps, twice: once with `share_prompt_forward: false` (TRL's `_get_per_token_logps_and_entropies`,
-every row's prompt run through the model: the baseline) and once with it on (each distinct prompt once,
+Trains the demo's policy (SmolLM2-135M-Instruct with the demo's LoRA, `seal_hub/scripts/configs/demo_cpu.yaml`) on
+the demo's bfcl-single tasks with the demo's GRPO settings, without the warm-up and the held-out evaluations, for
+`--steps` steps, twice: once with `share_prompt_forward: false` (TRL's `_get_per_token_logps_and_entropies`, every
+row's prompt run through the model: the baseline) and once with it on (each distinct prompt once,
 `seal_hub.training.shared_prompt`). Each step is split into
 
 - generation: the rollout engine (`RolloutEngine.run`: prefill, decode, tool-call parsing, verdicts);
@@ -17,7 +17,7 @@ arms see the same tasks from the same seed, so their rollouts (and so the comple
 to float differences in the policy after the first update. Last line exactly
 `loss forward+backward, shared prompt / TRL: X.XXx` (lower is better).
 
-    python benchmarks/demo_step.py [--steps 3]
+    python benchmarks/demo_step.py [--steps 3] [--smoke]
 """
 
 from __future__ import annotations
@@ -40,8 +40,11 @@ from seal_hub.rollout import RolloutEngine  # noqa: E402
 from seal_hub.scripts import seal  # noqa: E402
 from seal_hub.training import SealTrainer  # noqa: E402
 
-DEMO = Path(__file__).resolve().parents[1] / "recipes" / "configs" / "demo_cpu.yaml"
+DEMO = seal.DEFAULT_CONFIG  # the demo's config (package data)
 PARTS = ("generation", "log-prob forward", "backward", "rest")
+# --smoke: the demo's settings at a smoke test's size (the tiny random model, one task, two rollouts, 8 new tokens)
+SMOKE = ["--model_name_or_path", "tiny", "--num_train_tasks", "1", "--per_device_train_batch_size", "2"]
+SMOKE += ["--num_generations", "2", "--max_new_tokens", "8"]
 
 
 class _Steps(TrainerCallback):
@@ -71,7 +74,7 @@ def _timed(totals: dict[str, float], part: str, function):
     return wrapper
 
 
-def run_arm(shared: bool, steps: int, out: Path) -> list[dict[str, float]]:
+def run_arm(shared: bool, steps: int, out: Path, more: list[str]) -> list[dict[str, float]]:
     totals: dict[str, float] = defaultdict(float)
     steps_callback = _Steps(totals)
     original_init = SealTrainer.__init__
@@ -83,7 +86,7 @@ def run_arm(shared: bool, steps: int, out: Path) -> list[dict[str, float]]:
 
     flags = ["--output_dir", str(out), "--max_steps", str(steps), "--sft_warmup_steps", "0"]
     flags += ["--held_out_comparison", "false", "--publish_run", "", "--save_strategy", "no"]
-    flags += ["--share_prompt_forward", str(shared).lower(), "--disable_tqdm", "true"]
+    flags += ["--share_prompt_forward", str(shared).lower(), "--disable_tqdm", "true", *more]
     args = seal.make_parser().parse_args_and_config(["--config", str(DEMO), *flags])
     args[0].publish_run = None
     logps = _timed(totals, "log-prob forward", SealTrainer._get_per_token_logps_and_entropies)
@@ -100,13 +103,16 @@ def run_arm(shared: bool, steps: int, out: Path) -> list[dict[str, float]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--steps", type=int, default=3, help="steps per arm; the first is a warm-up")
+    parser.add_argument(
+        "--smoke", action="store_true", help="the tiny random model, 1 task x 2 rollouts, 8 tokens (the tests' run)"
+    )
     options = parser.parse_args()
     if options.steps < 2:
         parser.error("--steps must be >= 2 (the first step is not counted)")
     means = {}
     with tempfile.TemporaryDirectory() as tmp:
         for name, shared in (("TRL forward", False), ("shared prompt", True)):
-            rows = run_arm(shared, options.steps, Path(tmp) / name.replace(" ", "_"))
+            rows = run_arm(shared, options.steps, Path(tmp) / name.replace(" ", "_"), SMOKE if options.smoke else [])
             means[name] = {key: statistics.mean(row[key] for row in rows) for key in (*PARTS, "wall")}
     print(f"one demo GRPO step (mean of {options.steps - 1} after a warm-up step), seconds:")
     print(f"{'':<18}" + "".join(f"{part:>18}" for part in (*PARTS, "wall")))

@@ -140,8 +140,7 @@ def build_seal_hub(into: Path) -> Path:
     with tempfile.TemporaryDirectory(prefix="seal-hub-src-") as source:
         for name in ("pyproject.toml", "README.md"):
             shutil.copy2(ROOT / name, source)
-        for name in ("seal_hub", "model_cards"):
-            shutil.copytree(ROOT / name, Path(source) / name, ignore=shutil.ignore_patterns(*CACHES, "*.pyc"))
+        shutil.copytree(ROOT / "seal_hub", Path(source) / "seal_hub", ignore=shutil.ignore_patterns(*CACHES, "*.pyc"))
         subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(into), source], check=True)
     return next(into.glob("seal_hub-*.whl"))
 

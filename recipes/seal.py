@@ -1,10 +1,11 @@
 """SEAL: train a tool-use policy and its learning environment together, on BFCL v3 multi-turn.
 
 The `accelerate launch` entry of a checkout; the script itself is `seal_hub.scripts.seal` (also `seal-hub train`),
-whose docstring lists every option. Launch (the CPU demo is the default when no --config is given):
+whose docstring lists every option. Launch (the CPU demo is the default when no --config is given; its config is
+package data, seal_hub/scripts/configs/demo_cpu.yaml):
 
     accelerate launch recipes/seal.py
-    accelerate launch recipes/seal.py --config recipes/configs/demo_cpu.yaml --max_steps 4
+    accelerate launch recipes/seal.py --max_steps 4             # the demo's config, one flag overridden
     accelerate launch --config_file recipes/accelerate/single_gpu.yaml recipes/seal.py \
         --config recipes/configs/qwen2.5-7b-qlora.yaml
     accelerate launch --config_file recipes/accelerate/zero3.yaml recipes/seal.py \

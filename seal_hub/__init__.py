@@ -8,7 +8,9 @@ policy of either kind: adapter or full fine-tune); `load_environment(ref)`
 gives an environment to step with that interface applied (`seal_hub.environment`); `resolve_reference(ref, kind)`
 pins a reference to its commit (`seal_hub.hub.sources`).
 
-Every name is imported on first use, so ``import seal_hub`` stays cheap (no torch, TRL or datasets).
+Every name is imported on first use, so ``import seal_hub`` stays cheap (no torch, TRL or datasets), and importing
+it or any of these names prints nothing: the one notice a dependency prints while it is imported (bitsandbytes, on
+``import peft``, about a CPU kernel seal_hub never uses) is filtered here (`seal_hub.console.quiet_import_notices`).
 `__version__` is the installed distribution's version (pyproject.toml is its one source).
 """
 
@@ -16,6 +18,10 @@ from __future__ import annotations
 
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
+
+from seal_hub.console import quiet_import_notices
+
+quiet_import_notices()
 
 try:
     __version__ = version("seal_hub")

@@ -1,6 +1,6 @@
 """What a person sees on the console of a run: seal_hub's own one-line notices, without library noise.
 
-Two things, both for entry points (the recipe, the CLI), never applied by importing seal_hub as a library:
+What entry points (the recipe, the CLI) apply, and the one thing importing seal_hub applies itself:
 
 - `notice(text)` writes one line ``seal_hub: <text>`` to stderr from the main process only (``RANK`` unset or 0),
   so an 8-GPU run says it once; `notice_once(key, text)` says it at most once per process. seal_hub's own
@@ -12,6 +12,10 @@ Two things, both for entry points (the recipe, the CLI), never applied by import
   them while ``import peft`` imports it. It also turns off the progress bars of `datasets` (a bar per one-row
   parquet file each iteration writes, and per warm-up preprocessing pass), unless
   ``HF_DATASETS_DISABLE_PROGRESS_BARS`` is set already; the trainer's own progress bar stays.
+- `quiet_import_notices()`: only the notices a dependency prints while it is being imported (``at_import``), so
+  that ``import seal_hub`` and ``from seal_hub import SealTrainer`` print nothing; `seal_hub/__init__.py` calls
+  it. It filters those notices (today one, bitsandbytes') and changes nothing else (no other filter, no
+  environment variable, no progress bar).
 - `acknowledge_rollout_func()`: TRL warns, every time a trainer is built, that ``rollout_func`` is experimental.
   SEAL depends on that API on purpose (pinned TRL version, tests over it); this replaces TRL's notice with one
   line in our words, once per process.
@@ -49,6 +53,7 @@ class LibraryNotice:
     message: str  # a regular expression matched at the start of the message
     category: type[Warning] | None = None  # None: a logging record (any level)
     why: str = ""
+    at_import: bool = False  # printed while the library is imported: `import seal_hub` filters it too
 
 
 LIBRARY_NOTICES: tuple[LibraryNotice, ...] = (
@@ -57,6 +62,7 @@ LIBRARY_NOTICES: tuple[LibraryNotice, ...] = (
         r"Failed to load CPU gemm_4bit_forward from kernels-community",
         why="logged on `import peft` on CPUs with AVX512-BF16 when the optional `kernels` package is missing; "
         "4-bit layers only run on CUDA in seal_hub, so the CPU kernel is never used",
+        at_import=True,
     ),
     LibraryNotice(
         "transformers.training_args",
@@ -97,6 +103,7 @@ class _DropMessages(logging.Filter):
 
     def __init__(self, patterns: list[str]) -> None:
         super().__init__()
+        self.patterns = patterns
         self.pattern = re.compile("|".join(f"(?:{p})" for p in patterns))
 
     def filter(self, record: logging.LogRecord) -> bool:
@@ -106,6 +113,16 @@ class _DropMessages(logging.Filter):
 def quiet_library_notices(notices: tuple[LibraryNotice, ...] = LIBRARY_NOTICES) -> None:
     """Install precise filters for `notices` (idempotent); call it before peft, TRL and transformers are imported."""
     os.environ.setdefault("HF_DATASETS_DISABLE_PROGRESS_BARS", "1")  # read when `datasets` is imported
+    _filter(notices)
+
+
+def quiet_import_notices() -> None:
+    """Filter the notices a dependency prints while it is imported (`LibraryNotice.at_import`), nothing else."""
+    _filter(tuple(item for item in LIBRARY_NOTICES if item.at_import))
+
+
+def _filter(notices: tuple[LibraryNotice, ...]) -> None:
+    """A warnings filter per warning notice; per logger, one filter for its notices and those it dropped already."""
     by_logger: dict[str, list[str]] = {}
     for item in notices:
         if item.category is None:
@@ -118,7 +135,8 @@ def quiet_library_notices(notices: tuple[LibraryNotice, ...] = LIBRARY_NOTICES) 
         logger = logging.getLogger(name)
         for old in [f for f in logger.filters if isinstance(f, _DropMessages)]:
             logger.removeFilter(old)
-        logger.addFilter(_DropMessages(patterns))
+            patterns = [*old.patterns, *patterns]
+        logger.addFilter(_DropMessages(list(dict.fromkeys(patterns))))
 
 
 def acknowledge_rollout_func() -> None:

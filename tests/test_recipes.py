@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 import yaml
-from helpers.paths import LOOP, RECIPE_CONFIGS, ROOT
+from helpers.paths import DEMO_CONFIG, LOOP, RECIPE_CONFIGS, ROOT
 from helpers.recipes import parse, recipe_module
 
-CONFIGS = sorted(p for p in RECIPE_CONFIGS.glob("*.yaml") if not p.name.startswith("experiment_"))
+CONFIGS = sorted([DEMO_CONFIG, *(p for p in RECIPE_CONFIGS.glob("*.yaml") if not p.name.startswith("experiment_"))])
 GPU_CONFIGS = {"qwen2.5-3b-lora.yaml", "qwen2.5-7b-qlora.yaml", "paper_full_ft.yaml", "qwen2.5-7b-full-server.yaml"}
 
 

@@ -270,7 +270,7 @@ def test_the_space_requirements_pin_what_pyproject_pins():
 
     root = Path(__file__).resolve().parents[1]
     pins = dict(d.split("==") for d in tomllib.loads((root / "pyproject.toml").read_text())["project"]["dependencies"])
-    lines = (root / "spaces" / "replay" / "requirements.txt").read_text().splitlines()
+    lines = (root / "seal_hub" / "replay" / "space" / "requirements.txt").read_text().splitlines()
     required = dict(line.split("==") for line in lines if line and not line.startswith("#"))
     assert required and {name: pins.get(name) for name in required} == required
     assert {"gradio", "datasets", "huggingface-hub", "bfcl-eval", "pyarrow", "pydantic"} <= set(required)

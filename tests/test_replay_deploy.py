@@ -52,7 +52,7 @@ def test_deploy_creates_a_space_pinned_to_the_runs_latest_version(online, capsys
     files = double.files_at("space", "alice/replay", "main")
     assert {"app.py", "requirements.txt", "README.md", "replay.json", "seal_hub/replay/page.py"} <= set(files)
     assert "seal_hub/envs/bfcl/data/paper_split.json" in files
-    assert files["app.py"] == (ROOT / "spaces" / "replay" / "app.py").read_bytes()
+    assert files["app.py"] == (ROOT / "seal_hub" / "replay" / "space" / "app.py").read_bytes()
     metadata = front_matter(files["README.md"].decode())
     gradio_pin = next(d for d in tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
                       if d.startswith("gradio=="))  # fmt: skip

@@ -1,7 +1,7 @@
 """The replay Space in deployed mode, as a stranger would try it: host paths, traversal, long strings, unknown and
 oversized references, Hub ids outside the allowlist, through `gradio_client` against an in-process launch of
-spaces/replay/app.py. Every refusal is one line, names no host path, repeats at most a short prefix of the input,
-and loads nothing; what the deployed run offers still works. Also: the loaded-policy LRU, the per-visitor live
+seal_hub/replay/space/app.py. Every refusal is one line, names no host path, repeats at most a short prefix of the
+input, and loads nothing; what the deployed run offers still works. Also: the loaded-policy LRU, the per-visitor live
 slot, the visitor rules and the deep link to a task the run does not hold."""
 
 from __future__ import annotations

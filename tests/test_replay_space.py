@@ -1,5 +1,6 @@
-"""The replay Space's callbacks through `gradio_client`, against an in-process launch of spaces/replay/app.py on
-the scripted run in a temporary local registry: browse, filter, step, compare, live, and bad input in the page."""
+"""The replay Space's callbacks through `gradio_client`, against an in-process launch of the Space's app
+(seal_hub/replay/space/app.py) on the scripted run in a temporary local registry: browse, filter, step, compare,
+live, and bad input in the page."""
 
 from __future__ import annotations
 

@@ -6,6 +6,7 @@ the agent), `Scores` (per-category success and the unweighted average), and the 
 ships as a Hugging Face `evaluate` module in `seal_hub/evaluation/metric/` (`METRIC_PATH`).
 """
 
+from importlib import resources
 from pathlib import Path
 
 from seal_hub.evaluation.harness import EvalResult, run_evaluation
@@ -15,7 +16,8 @@ from seal_hub.evaluation.runners import ModelRunner, OracleRunner
 from seal_hub.evaluation.scores import CategoryScore, Scores
 from seal_hub.evaluation.store import EvalStore, ResumeError
 
-METRIC_PATH = Path(__file__).parent / "metric" / "seal_success"  # evaluate.load(str(METRIC_PATH))
+# package data (an installed wheel holds it as a checkout does): evaluate.load(str(METRIC_PATH))
+METRIC_PATH = Path(str(resources.files("seal_hub.evaluation").joinpath("metric", "seal_success")))
 
 __all__ = [
     "METRIC_PATH",

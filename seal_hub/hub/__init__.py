@@ -5,7 +5,7 @@
   repositories) and `HubRegistry` (`hf.py`, `huggingface_hub`).
 - Publishing the three artifacts with cross-linked cards: `publish_trajectories`, `publish_interface`,
   `publish_adapter`, `publish_iteration`, `RunRepos`, `PublishConfig` (`artifacts.py`; cards in `cards.py` from
-  the templates in `model_cards/`).
+  the templates in `card_templates/`).
 - Loading by reference: `load_interface`, `load_trajectories`, `load_adapter`, `load_model` (either policy kind),
   `fetch` (`loading.py`); what a policy version holds, adapter or full model: `policy_kind`, `policy_files`
   (`policy.py`).

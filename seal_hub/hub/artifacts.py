@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from seal_hub.hub.cards import EvalScore, Link, adapter_card, dataset_card, environment_card
+from seal_hub.hub.cards import EvalScore, Link, adapter_card, dataset_card, environment_card, published_base
 from seal_hub.hub.policy import ADAPTER_CONFIG, policy_files
 from seal_hub.hub.registry import (
     HubError,
@@ -268,19 +268,6 @@ def publish_interface(
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def _published_base(base_model: str) -> tuple[str, str | None]:
-    """A converted local stand-in (the offline demo model) is published under the id it stands in for."""
-    note_path = Path(base_model).expanduser() / "seal_hub_conversion.json"
-    if not note_path.is_file():
-        return base_model, None
-    note = json.loads(note_path.read_text(encoding="utf-8"))
-    if not note.get("stands_in_for"):
-        return base_model, None
-    return note[
-        "stands_in_for"
-    ], f"{note.get('weights', 'converted')} ({note.get('gguf_file')}, {note.get('package')})"
-
-
 def publish_adapter(
     repo_id: str,
     iteration: int,
@@ -308,7 +295,7 @@ def publish_adapter(
             f"{adapter_dir} holds a full model, whose config does not name the model it was fine-tuned from: pass "
             "base_model='org/name' (PublishConfig.base_model)"
         )
-    base_model, base_weights = _published_base(base_model)
+    base_model, base_weights = published_base(base_model)
     registry = registry or get_registry()
     tag = iteration_tag(iteration)
     folder = _staging(adapter_dir.parent if kind == "full" else None)  # a full model's files: linked, not copied

@@ -1,53 +1,42 @@
-"""Cards (README.md with YAML front matter) for the three artifacts, from the Jinja templates in `model_cards/`.
+"""Cards (README.md with YAML front matter) for the three artifacts, from the Jinja templates the package ships.
 
 Each card's metadata is built with `huggingface_hub`'s card-data classes (`ModelCardData`, `DatasetCardData`,
 `EvalResult`), so the YAML is what the Hub expects (``model-index`` from evaluation results, ``configs`` for the
-dataset's two configurations), and the body comes from ``model_cards/{adapter,model,dataset,environment}.md``
-(``$SEAL_HUB_CARD_TEMPLATES`` points elsewhere; ``model.md`` is the policy card of a full fine-tune). Every card
-links the other two artifacts at the matching revision, as `repo@revision` and as a Hub URL
-(``https://huggingface.co``: a card describes the published artifact, and stays byte-identical when a local
-version is synced to the Hub).
+dataset's two configurations), and the body comes from a Jinja template in ``seal_hub/hub/card_templates/``
+(``adapter``, ``model``: the policy card of a full fine-tune, ``dataset``, ``environment``, ``evaluation``), package
+data read with `importlib.resources`, so an installed wheel finds them as a checkout does. Every card links the other
+two artifacts at the matching revision, as `repo@revision` and as a Hub URL (``https://huggingface.co``: a card
+describes the published artifact, and stays byte-identical when a local version is synced to the Hub).
 
 Design choice: cards are built only from the arguments given here (ids, revisions, numbers, the snapshot), never
 from the environment, so no token or local path can slip into one unless passed in on purpose.
 
-Not covered: writing or pushing the cards (`seal_hub.hub.artifacts`).
+`correct_training_card` is the one card written outside a registry: the README.md TRL and PEFT leave in a training
+folder, corrected in place (the trainer calls it after each save), so pushing that folder publishes no host path.
+
+Not covered: writing or pushing the registry's cards (`seal_hub.hub.artifacts`).
 """
 
 from __future__ import annotations
 
-import os
-import sys
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from seal_hub.hub.registry import RepoType
 
-TEMPLATES_ENV = "SEAL_HUB_CARD_TEMPLATES"
+TEMPLATES = "card_templates"  # the templates' folder in this package
 HUB_URL = "https://huggingface.co"
 CARD_TAGS = ("seal", "trl", "grpo", "tool-use")
 DATA_CONFIGS = ("trajectories", "diagnoses")
 
 
-def templates_dir() -> Path:
-    """$SEAL_HUB_CARD_TEMPLATES, else the checkout's model_cards/ (editable install), else the installed copy."""
-    configured = os.environ.get(TEMPLATES_ENV)
-    if configured:
-        candidates = [Path(configured)]
-    else:
-        candidates = [
-            Path(__file__).resolve().parents[2] / "model_cards",
-            Path(sys.prefix) / "share" / "seal_hub" / "model_cards",
-        ]
-    for path in candidates:
-        if (path / "adapter.md").is_file():
-            return path
-    raise FileNotFoundError(
-        f"no card templates in {' or '.join(map(str, candidates))}: set {TEMPLATES_ENV} to the model_cards/ "
-        "folder of the seal_hub sources"
-    )
+def template(kind: str) -> str:
+    """The Jinja template of one kind of card: ``adapter``, ``model``, ``dataset``, ``environment``, ``evaluation``."""
+    return resources.files("seal_hub.hub").joinpath(TEMPLATES, f"{kind}.md").read_text(encoding="utf-8")
 
 
 @dataclass(frozen=True)
@@ -73,6 +62,61 @@ def _is_path(name: str) -> bool:
     return name.startswith(("/", ".", "~")) or Path(name).expanduser().exists()
 
 
+def published_base(base_model: str) -> tuple[str, str | None]:
+    """How a card names the model a policy was trained from, and the weights it really used: a converted local
+    stand-in (the offline demo model, ``seal_hub_conversion.json`` beside it) is named by the Hub id it stands in
+    for; anything else as given."""
+    note_path = Path(base_model).expanduser() / "seal_hub_conversion.json"
+    if not note_path.is_file():
+        return base_model, None
+    note = json.loads(note_path.read_text(encoding="utf-8"))
+    if not note.get("stands_in_for"):
+        return base_model, None
+    weights = f"{note.get('weights', 'converted')} ({note.get('gguf_file')}, {note.get('package')})"
+    return note["stands_in_for"], weights
+
+
+TRL_UNKNOWN_BASE = "[None](https://huggingface.co/None)"  # TRL's card when the base model is a local folder
+LOCAL_BASE = "a local model"
+
+
+def correct_training_card(folder: str | Path, base_model: str | None) -> None:
+    """Make the README.md that TRL (`create_model_card`) and PEFT (`save_pretrained`) write into a training folder
+    (the output dir, each checkpoint) say what it should: TRL's placeholder ``licence: license`` goes, and the base
+    model is its Hub id (a converted stand-in's: `published_base`) or, for a model only on this machine, named as
+    "a local model", never by its path: in ``base_model``, in PEFT's ``base_model:adapter:...`` tag and in TRL's
+    "fine-tuned version of [None](https://huggingface.co/None)". No README.md there: nothing to do."""
+    from huggingface_hub import ModelCard, ModelCardData
+
+    path = Path(folder) / "README.md"
+    if not path.is_file():
+        return
+    card = ModelCard(path.read_text(encoding="utf-8"))
+    named = published_base(base_model)[0] if base_model else None
+    hub_id = None if named is None or _is_path(named) else named
+    data = card.data.to_dict()
+    written = data.get("base_model") if isinstance(data.get("base_model"), str) else None  # PEFT's: the config's
+    local = {str(p) for p in (base_model, named, written) if p and _is_path(p)}
+    local |= {str(Path(p).expanduser().resolve()) for p in local}
+    data.pop("licence", None)  # TRL's `licence="license"`: a placeholder, not the model's licence
+    data.pop("base_model", None)
+    if hub_id:
+        data["base_model"] = hub_id
+    tags = []
+    for tag in data.get("tags") or []:
+        found = sorted((p for p in local if p in tag), key=len, reverse=True)
+        if found and not hub_id:
+            continue
+        tags.append(tag.replace(found[0], hub_id) if found else tag)
+    if "tags" in data:
+        data["tags"] = list(dict.fromkeys(tags))
+    body = card.text.replace(TRL_UNKNOWN_BASE, f"[{hub_id}]({HUB_URL}/{hub_id})" if hub_id else LOCAL_BASE)
+    for place in sorted(local, key=len, reverse=True):
+        body = body.replace(place, hub_id or LOCAL_BASE)
+    card.data, card.text = ModelCardData(**data), body
+    path.write_text(str(card), encoding="utf-8")
+
+
 @dataclass(frozen=True)
 class EvalScore:
     """One evaluation result for an adapter card's model-index (default: BFCL v3 multi-turn, test split)."""
@@ -89,7 +133,7 @@ def _render(kind: str, card_data: Any, **context: Any) -> str:
     from huggingface_hub import DatasetCard, ModelCard
 
     card_class = ModelCard if kind in ("adapter", "model") else DatasetCard
-    card = card_class.from_template(card_data, template_path=str(templates_dir() / f"{kind}.md"), **context)
+    card = card_class.from_template(card_data, template_str=template(kind), **context)
     return str(card).rstrip() + "\n"
 
 

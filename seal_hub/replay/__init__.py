@@ -1,4 +1,4 @@
-"""The replay Space's logic, without any UI: what spaces/replay/app.py shows, reachable by tests without a browser.
+"""The replay Space's logic, without any UI: what its app (space/app.py) shows, reachable by tests without a browser.
 
 - where episodes come from: runs (local registry or Hub), evaluation and training directories (`source.py`);
 - the episodes of an iteration, filtered and listed (`episodes.py`);

@@ -1,13 +1,14 @@
 """`seal-hub space`: serve the replay Space locally, or deploy it to the Hub.
 
-- ``seal-hub space [--run NS/RUN] [--revision REV] [--port N]`` serves spaces/replay/app.py on this machine
-  (default registry: the local one; a run may also be ``hf://NS/RUN`` or a directory), free to open any run,
-  directory or policy; with ``--public`` it serves in deployed mode, as a Hub Space does (the run's namespace,
-  or the ``--allow_run`` list, and the policies the run published; `seal_hub.replay.access`);
+- ``seal-hub space [--run NS/RUN] [--revision REV] [--port N]`` serves the Space's app on this machine (package
+  data, seal_hub/replay/space/app.py, so it serves from a wheel install too; default registry: the local one; a run
+  may also be ``hf://NS/RUN`` or a directory), free to open any run, directory or policy; with ``--public`` it
+  serves in deployed mode, as a Hub Space does (the run's namespace, or the ``--allow_run`` list, and the policies
+  the run published; `seal_hub.replay.access`);
 - ``seal-hub space deploy hf://NS/NAME --run NS/RUN [--allow_run NS ...]`` creates or updates a Space pinned to
   the run's latest version on the Hub (`seal_hub.replay.deploy`), deployed mode fixed in its ``replay.json``.
 
-Not covered: the app itself (spaces/replay/app.py) and the views it shows (`seal_hub.replay.page`).
+Not covered: the app itself (seal_hub/replay/space/app.py) and the views it shows (`seal_hub.replay.page`).
 """
 
 from __future__ import annotations

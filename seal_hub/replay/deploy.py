@@ -1,11 +1,11 @@
 """Deploying the replay Space: a Hugging Face Space repository that shows one run, pinned to its revisions.
 
-`deploy_space("hf://NS/NAME", "NS/RUN")` reads the run's three repositories on the Hub (``-trajectories``,
-``-env``, ``-adapter``), pins the trajectories to their latest version (``iter-<k>`` tag and its commit) and
-records the environment and adapter versions, then creates (or updates) the Space with: ``app.py`` and
-``requirements.txt`` from ``spaces/replay/``, a ``README.md`` whose front matter lists the run's datasets and
-models and whose text says what a visitor can and cannot run, ``replay.json`` (the run, the pinned revision, the
-versions it saw, ``"public": true`` and the allowlists: the runs it may show and the live policies, see
+`deploy_space("hf://NS/NAME", "NS/RUN")` reads the run's three repositories on the Hub (``-trajectories``, ``-env``,
+``-adapter``), pins the trajectories to their latest version (``iter-<k>`` tag and its commit) and records the
+environment and adapter versions, then creates (or updates) the Space with: ``app.py`` and ``requirements.txt`` from
+the package (``seal_hub/replay/space/``), a ``README.md`` whose front matter lists the run's datasets and models and
+whose text says what a visitor can and cannot run, ``replay.json`` (the run, the pinned revision, the versions it
+saw, ``"public": true`` and the allowlists: the runs it may show and the live policies, see
 `seal_hub.replay.access.space_policies`), and the ``seal_hub`` package itself (its Python files and data), so the
 Space runs exactly the code that deployed it, in deployed mode without any flag. One commit per deploy; a second
 deploy updates the same Space.
@@ -24,6 +24,7 @@ import os
 import shutil
 import tempfile
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -37,12 +38,11 @@ PACKAGE_DATA = ("*.py", "*.json")
 
 
 def space_template() -> Path:
-    """The folder holding the Space's app.py, README.md and requirements.txt (spaces/replay in a checkout)."""
-    import seal_hub
-
-    folder = Path(seal_hub.__file__).resolve().parents[1] / "spaces" / "replay"
+    """The folder holding the Space's app.py, README.md and requirements.txt: package data
+    (``seal_hub/replay/space/``), so a wheel install serves and deploys the Space as a checkout does."""
+    folder = Path(str(resources.files("seal_hub.replay").joinpath("space")))
     if not (folder / "app.py").is_file():
-        raise ReplayError(f"no spaces/replay/app.py beside the seal_hub package ({folder}); run from a checkout")
+        raise ReplayError(f"no app.py in {folder}: the seal_hub installation is incomplete; reinstall it")
     return folder
 
 

@@ -15,7 +15,7 @@ BFCL suite (for the tools a task shows). Its methods answer one view each:
 the side-by-side view). Every problem a visitor can cause raises `ReplayError` with a readable message (a task the
 iteration does not hold: `MissingTask`, so a deep link can open the run anyway).
 
-Not covered: widgets and events (spaces/replay/app.py), live episodes (`seal_hub.replay.live`).
+Not covered: widgets and events (the app, seal_hub/replay/space/app.py), live episodes (`seal_hub.replay.live`).
 """
 
 from __future__ import annotations

@@ -3,10 +3,10 @@
 The training script, shipped in the package: `seal-hub train` runs it in this process, `recipes/seal.py` is
 its `accelerate launch` entry in a checkout, and `accelerate launch -m seal_hub.scripts.seal` launches it from
 an installed wheel (several processes, DeepSpeed). Without --config it runs the CPU demo, whose config ships
-with the package (`seal_hub/scripts/configs/demo_cpu.yaml`, the same file as `recipes/configs/demo_cpu.yaml`):
+with the package (`seal_hub/scripts/configs/demo_cpu.yaml`, its one copy; flags override it):
 
     seal-hub train
-    seal-hub train --config recipes/configs/demo_cpu.yaml --max_steps 4
+    seal-hub train --max_steps 4
     accelerate launch recipes/seal.py
     accelerate launch --config_file recipes/accelerate/single_gpu.yaml recipes/seal.py \
         --config recipes/configs/qwen2.5-7b-qlora.yaml
@@ -48,6 +48,7 @@ import os
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from importlib import resources
 from pathlib import Path
 
 import torch
@@ -78,8 +79,8 @@ from seal_hub.training.held_out import held_out_tasks, write_held_out
 from seal_hub.training.suites import TRAINABLE, training_suite
 from seal_hub.training.warmup import WarmupMismatchError, run_warmup, shared_warmup, warmup_dataset
 
-# the CPU demo, the default without --config (package data; recipes/configs/demo_cpu.yaml is the same file)
-DEFAULT_CONFIG = Path(__file__).parent / "configs" / "demo_cpu.yaml"
+# the CPU demo, the default without --config (package data, its one copy)
+DEFAULT_CONFIG = Path(str(resources.files("seal_hub.scripts").joinpath("configs", "demo_cpu.yaml")))
 
 
 @dataclass

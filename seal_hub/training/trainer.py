@@ -597,7 +597,7 @@ class SealTrainer(GRPOTrainer):
                 diagnoses=pq.read_table(folder / "diagnoses.parquet").to_pylist(),
                 snapshot=snapshot,
                 adapter_dir=checkpoint,
-                base_model=self.publish.base_model or getattr(self.model.config, "name_or_path", None) or None,
+                base_model=self._base_model(),
                 registry=registry,
                 sources=sources,
             )
@@ -643,13 +643,32 @@ class SealTrainer(GRPOTrainer):
 
     def save_model(self, output_dir: str | None = None, _internal_call: bool = False) -> None:
         if self._completed_checkpoint is None or _internal_call:
-            return super().save_model(output_dir, _internal_call)
-        if self.args.should_save:  # a completed run: the final model is its last checkpoint's
+            super().save_model(output_dir, _internal_call)
+        elif self.args.should_save:  # a completed run: the final model is its last checkpoint's
             target = Path(output_dir or self.args.output_dir)
             target.mkdir(parents=True, exist_ok=True)
             for path in self._completed_checkpoint.iterdir():
                 if path.is_file() and path.name not in TRAINING_STATE_FILES and not path.name.startswith("rng_state"):
                     shutil.copy2(path, target / path.name)
+        self._correct_card(output_dir or self.args.output_dir)
+
+    def create_model_card(self, *args, **kwargs) -> None:
+        super().create_model_card(*args, **kwargs)
+        self._correct_card(self.args.output_dir)
+
+    def _correct_card(self, folder: str | Path) -> None:
+        """The README.md TRL and PEFT wrote into `folder`, its base model named by Hub id and no host path in it
+        (`seal_hub.hub.cards.correct_training_card`)."""
+        if self.is_world_process_zero():
+            from seal_hub.hub.cards import correct_training_card
+
+            correct_training_card(folder, self._base_model())
+
+    def _base_model(self) -> str | None:
+        """What the policy was trained from, as its cards name it: `PublishConfig.base_model`, else the model's own
+        ``name_or_path``."""
+        named = self.publish.base_model if self.publish is not None else None
+        return named or getattr(self.model.config, "name_or_path", None) or None
 
     def _restore(self, checkpoint: str | bool) -> tuple[Path, dict[str, Any]]:
         """The checkpoint to resume (True: the last complete one) and its SEAL state; later records are removed."""

@@ -8,5 +8,7 @@ ROOT = Path(__file__).resolve().parents[2]
 # the SEAL paper's split file, as the package ships it
 PAPER_SPLIT = ROOT / "seal_hub" / "envs" / "bfcl" / "data" / "paper_split.json"
 RECIPE_CONFIGS = ROOT / "recipes" / "configs"
+# the CPU demo's config: package data, its one copy (the default of `seal-hub train` and recipes/seal.py)
+DEMO_CONFIG = ROOT / "seal_hub" / "scripts" / "configs" / "demo_cpu.yaml"
 # the multi-turn loop at a plumbing test's size (the demo trains bfcl-single and evaluates 300 episodes)
 LOOP = ROOT / "tests" / "configs" / "loop_cpu.yaml"

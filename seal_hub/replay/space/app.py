@@ -7,6 +7,10 @@ its pinned revision and the allowlists, and puts the page in deployed mode (`sea
 Deep links: ``?run=NS/RUN&rev=iter-2&iter=iter-1&task=multi_turn_base_0&rollout=0&turn=2`` (and ``b_iter``,
 ``b_run``, ``b_rev``, ``b_rollout`` to open the side-by-side view).
 
+This folder (app.py, README.md with the Space's front matter, requirements.txt) is package data, not an importable
+module: `seal-hub space` loads app.py from the installed package, and `seal-hub space deploy` copies the three files
+to the root of a Space repository, beside a copy of the seal_hub package.
+
 Layout: one builder per panel (browse, replay, side by side, live) returns its widgets as a frozen record; a
 `Page` holds them and the shared `Space`, and its handlers return dicts keyed by widget. Per-visitor state
 (the replay frame, the visitor's live slot) lives in `gr.State`; what visitors share (opened sources, loaded
