@@ -43,8 +43,8 @@ from seal_hub.training import SealTrainer  # noqa: E402
 DEMO = seal.DEFAULT_CONFIG  # the demo's config (package data)
 PARTS = ("generation", "log-prob forward", "backward", "rest")
 # --smoke: the demo's settings at a smoke test's size (the tiny random model, one task, two rollouts, 8 new tokens)
-SMOKE = ["--model_name_or_path", "tiny", "--num_train_tasks", "1", "--per_device_train_batch_size", "2"]
-SMOKE += ["--num_generations", "2", "--max_new_tokens", "8"]
+SMOKE = ["--num_train_tasks", "1", "--per_device_train_batch_size", "2", "--num_generations", "2"]
+SMOKE += ["--max_new_tokens", "8"]
 
 
 class _Steps(TrainerCallback):
@@ -111,8 +111,13 @@ def main() -> None:
         parser.error("--steps must be >= 2 (the first step is not counted)")
     means = {}
     with tempfile.TemporaryDirectory() as tmp:
+        more = []
+        if options.smoke:
+            from seal_hub.models import build_tiny_model
+
+            more = ["--model_name_or_path", str(build_tiny_model(Path(tmp) / "tiny")), *SMOKE]
         for name, shared in (("TRL forward", False), ("shared prompt", True)):
-            rows = run_arm(shared, options.steps, Path(tmp) / name.replace(" ", "_"), SMOKE if options.smoke else [])
+            rows = run_arm(shared, options.steps, Path(tmp) / name.replace(" ", "_"), more)
             means[name] = {key: statistics.mean(row[key] for row in rows) for key in (*PARTS, "wall")}
     print(f"one demo GRPO step (mean of {options.steps - 1} after a warm-up step), seconds:")
     print(f"{'':<18}" + "".join(f"{part:>18}" for part in (*PARTS, "wall")))

@@ -11,7 +11,7 @@ later passes of ours, and the memory each retains after every pass (process RSS 
 bfcl-eval the API instances left in its module globals). Last line exactly:
 `env speedup vs bfcl-eval: X.XXx` (tasks/s over all five passes, ours / bfcl-eval's).
 
-    python benchmarks/env_throughput.py [--passes 5]
+    python benchmarks/env_throughput.py [--passes 5] [--tasks N]
 """
 
 from __future__ import annotations
@@ -40,10 +40,11 @@ def bfcl_instances() -> int:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--passes", type=int, default=5)
+    parser.add_argument("--tasks", type=int, default=None, help="the first N tasks only (default: all 800)")
     args = parser.parse_args()
 
     suite = BfclSuite()
-    tasks = list(suite.tasks.values())
+    tasks = list(suite.tasks.values())[: args.tasks]
     trajectories = {task.id: ground_truth_steps(task) for task in tasks}
     protocol = EpisodeConfig(allow_hidden_tools=True)  # BFCL's protocol: the ground truth may call hidden tools
     print(f"tasks: {len(tasks)}  passes: {args.passes}")

@@ -27,7 +27,7 @@ the parameters DeepSpeed keeps whole) are checked against a real two-process ZeR
 ``tests/test_deepspeed.py::test_zero3_memory_estimate_matches_what_each_rank_holds`` (slow), from the bytes of
 DeepSpeed's own partition tensors (a resident set cannot tell one rank's share of a step's memory apart).
 
-    python benchmarks/memory_estimate.py [--cases NAME,NAME]
+    python benchmarks/memory_estimate.py [--cases NAME,NAME] [--smoke]
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -83,12 +84,46 @@ CASES = [
     Case("medium-lora", **MEDIUM, micro_batch=2, seq=1024, completion=512, lora=True, checkpointing=False),
     Case("medium-lora-ckpt-long", **MEDIUM, micro_batch=1, seq=2048, completion=1024, lora=True, checkpointing=True),
 ]
+# --smoke: one case of the small shapes with short sequences, seconds instead of minutes (what the tests run)
+SMOKE = Case("smoke-lora-ckpt", **SMALL, micro_batch=1, seq=64, completion=32, lora=True, checkpointing=True)
 TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+
+
+def plan_of(case: Case):
+    """The estimate's `TrainingPlan` for `case`, read from a recipe config as `seal-hub estimate` reads one (every
+    setting the case leaves out takes its field default), so a field the plan gains cannot break this script."""
+    import yaml
+
+    from seal_hub.estimate.plan import load_plan
+
+    settings = {
+        "model_name_or_path": "random",
+        "dtype": "float32",
+        "use_peft": case.lora,
+        "lora_r": case.lora_r,
+        "lora_dropout": case.lora_dropout,
+        "lora_target_modules": TARGETS,
+        "bf16": False,
+        "use_cpu": True,
+        "gradient_checkpointing": case.checkpointing,
+        "per_device_train_batch_size": case.micro_batch,
+        "gradient_accumulation_steps": 1,
+        "num_generations": 2,
+        "max_context_tokens": case.seq,
+        "max_completion_length": case.completion,
+        "max_live_episodes": 1,
+        "beta": 0.0,
+        "use_vllm": False,
+        "cast_lm_head_to_fp32": False,
+    }
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / f"{case.name}.yaml"
+        path.write_text(yaml.safe_dump(settings))
+        return load_plan(path)
 
 
 def estimate_bytes(case: Case) -> float:
     from seal_hub.estimate.parts import all_parts
-    from seal_hub.estimate.plan import TrainingPlan
     from seal_hub.estimate.report import Estimate
     from seal_hub.estimate.shapes import ModelShape
 
@@ -103,35 +138,7 @@ def estimate_bytes(case: Case) -> float:
         tied_embeddings=case.tied,
         qkv_bias=True,
     )
-    plan = TrainingPlan(
-        config_path=case.name,
-        model="random",
-        model_revision=None,
-        dtype="float32",
-        load_in_4bit=False,
-        load_in_8bit=False,
-        nested_quant=False,
-        use_peft=case.lora,
-        lora_r=case.lora_r,
-        lora_dropout=case.lora_dropout,
-        lora_target_modules=tuple(TARGETS),
-        bf16=False,
-        use_cpu=True,
-        gradient_checkpointing=case.checkpointing,
-        micro_batch=case.micro_batch,
-        gradient_accumulation_steps=1,
-        steps_per_generation=None,
-        generation_batch_size=None,
-        num_generations=2,
-        max_context_tokens=case.seq,
-        max_completion_length=case.completion,
-        max_live_episodes=1,
-        beta=0.0,
-        use_vllm=False,
-        vllm_gpu_memory_utilization=0.0,
-        vllm_sleep=False,
-        cast_lm_head_to_fp32=False,
-    )
+    plan = plan_of(case)
     estimate = Estimate(plan, shape, tuple(all_parts(shape, plan)))
     return estimate.phase_bytes("persistent") + estimate.update_bytes
 
@@ -242,18 +249,21 @@ def run_case(case: Case) -> int:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cases", default=None, help="comma-separated case names (default: all)")
+    parser.add_argument("--smoke", action="store_true", help=f"only the case {SMOKE.name}: seconds (the tests' run)")
     parser.add_argument("--measure", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.measure:
         print(f"{RESULT}{measure(Case(**json.loads(args.measure)))}", flush=True)
         return
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    chosen = [c for c in CASES if args.cases is None or c.name in args.cases.split(",")]
+    chosen = [SMOKE] if args.smoke else [c for c in CASES if args.cases is None or c.name in args.cases.split(",")]
     if not chosen:
         raise SystemExit(f"no case named {args.cases}; cases: {', '.join(c.name for c in CASES)}")
     worst = 1.0
     for case in chosen:
         estimated, measured = estimate_bytes(case), run_case(case)
+        if measured <= 0:
+            raise SystemExit(f"case {case.name}: the resident set did not grow, nothing to compare the estimate with")
         ratio = estimated / measured
         kind = ("LoRA" if case.lora else "full") + (" + checkpointing" if case.checkpointing else "")
         print(

