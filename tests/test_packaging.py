@@ -213,11 +213,16 @@ def wheel_env(tmp_path: Path) -> dict[str, str]:
     }
 
 
-def test_a_wheel_install_finds_its_data_and_answers_seal_hub_space_help_without_a_checkout(tmp_path, wheel):
+def installed(tmp_path: Path, wheel: Path) -> tuple[Path, Path, dict[str, str]]:
+    """The wheel in a fresh venv; a working folder outside any checkout; the environment to run it in."""
     venv = fresh_venv(tmp_path, wheel)
     work = tmp_path / "elsewhere"  # no checkout here or on the path
     work.mkdir()
-    env = wheel_env(tmp_path)
+    return venv, work, wheel_env(tmp_path)
+
+
+def test_a_wheel_install_finds_its_data_and_answers_seal_hub_space_help_without_a_checkout(tmp_path, wheel):
+    venv, work, env = installed(tmp_path, wheel)
     helped = subprocess.run(
         [str(venv / "bin" / "seal-hub"), "space", "--help"], cwd=work, env=env, capture_output=True, text=True
     )
@@ -239,10 +244,7 @@ def test_a_wheel_install_finds_its_data_and_answers_seal_hub_space_help_without_
 def test_a_wheel_install_trains_publishes_and_serves_the_space_without_a_checkout(tmp_path, wheel):
     from seal_hub.models import build_tiny_model
 
-    venv = fresh_venv(tmp_path, wheel)
-    work = tmp_path / "elsewhere"  # no checkout here or on the path
-    work.mkdir()
-    env = wheel_env(tmp_path)
+    venv, work, env = installed(tmp_path, wheel)
     where = subprocess.run(
         [str(venv / "bin" / "python"), "-c", "import seal_hub; print(seal_hub.__file__); print(seal_hub.__version__)"],
         cwd=work,

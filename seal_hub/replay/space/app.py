@@ -384,15 +384,23 @@ class Page:
             b.task: gr.update(choices=browse.tasks, value=chosen.task),
             b.rollout: gr.update(choices=[str(n) for n in browse.rollouts], value=str(chosen.rollout)),
             b.counts: f"{browse.matching} of {browse.episodes} episodes match",
+            **self.panel_at(replay),
             r.summary: replay.view.summary,
-            r.chat: replay.messages,
-            r.shown: replay.shown_markdown,
-            r.position: replay.position,
             r.link: f"[🔗 link to this view]({deep_link(replace(chosen, turn=None))})",
-            r.frame: replay.frame,
             self.status: note,
             self.compare.title: "",
             r.tools: replay.tools_json,
+        }
+
+    def panel_at(self, replay) -> dict:
+        """The replay panel at `replay`'s frame: the chat so far, what the agent was shown, where it is; no status."""
+        r = self.replay
+        return {
+            r.chat: replay.messages,
+            r.shown: replay.shown_markdown,
+            r.position: replay.position,
+            r.frame: replay.frame,
+            self.status: "",
         }
 
     def step(self, *values, delta: int = 0) -> dict:
@@ -402,14 +410,7 @@ class Page:
             replay = self.space.viewer.replay(self.selection(*chosen), max(0, int(frame or 0) + delta))
         except Exception as exc:  # noqa: BLE001
             return {self.replay.frame: int(frame or 0), self.status: problem(exc, values)}
-        r = self.replay
-        return {
-            r.chat: replay.messages,
-            r.shown: replay.shown_markdown,
-            r.position: replay.position,
-            r.frame: replay.frame,
-            self.status: "",
-        }
+        return self.panel_at(replay)
 
     def tick(self, *values) -> dict:
         """One auto-play step; the timer stops itself at the last frame (or on an error)."""
@@ -421,11 +422,7 @@ class Page:
             return {self.status: problem(exc, values), r.timer: gr.Timer(active=False), r.play: "▶ Play"}
         playing = replay.frame < replay.view.last_frame
         return {
-            r.chat: replay.messages,
-            r.shown: replay.shown_markdown,
-            r.position: replay.position,
-            r.frame: replay.frame,
-            self.status: "",
+            **self.panel_at(replay),
             r.timer: gr.Timer(active=playing),
             r.play: "⏸ Pause" if playing else "▶ Play",
         }
