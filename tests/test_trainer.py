@@ -8,7 +8,7 @@ import json
 import pytest
 import torch
 from helpers.scripted import ScriptedBackend, outcome_backend
-from helpers.tiny_run import TASKS, make_trainer, tiny_policy, tiny_run_settings
+from helpers.tiny_run import TASKS, make_trainer, tiny_policy
 
 from seal_hub.diagnosis import DEFAULT_RHO, Label, RolloutDiagnosis
 from seal_hub.evolve import SCHEMA_NOTE
@@ -331,22 +331,7 @@ MIXED = {
 
 
 def mixed_trainer(suite, tiny_dir, tmp_path, **overrides):
-    from seal_hub.models import load_policy, lora_config
-    from seal_hub.training import SealConfig, SealTrainer
-
-    policy = tiny_policy(tiny_dir)
-    model, tokenizer = load_policy(policy)
-    settings = tiny_run_settings(tmp_path, **overrides)
-    return SealTrainer(
-        model,
-        SealConfig(**settings),
-        suite,
-        suite.select(list(MIXED)),
-        tokenizer,
-        peft_config=lora_config(policy),
-        policy_id="tiny",
-        backend_factory=outcome_backend(suite, MIXED),
-    )
+    return make_trainer(suite, tiny_dir, tmp_path, outcome_backend(suite, MIXED), tasks=list(MIXED), **overrides)
 
 
 def recorded_step(trainer) -> dict:

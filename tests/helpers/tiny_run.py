@@ -45,8 +45,8 @@ def tiny_policy(tiny_dir):
     )
 
 
-def make_trainer(suite, tiny_dir, tmp_path, backend=None, **overrides):
-    """A `SealTrainer` on `TASKS` with `tiny_run_settings` (and `overrides`); `backend`: a backend factory
+def make_trainer(suite, tiny_dir, tmp_path, backend=None, tasks: list[str] = TASKS, **overrides):
+    """A `SealTrainer` on `tasks` with `tiny_run_settings` (and `overrides`); `backend`: a backend factory
     (default `half_right`)."""
     from seal_hub.models import load_policy, lora_config
     from seal_hub.training import SealConfig, SealTrainer
@@ -58,7 +58,7 @@ def make_trainer(suite, tiny_dir, tmp_path, backend=None, **overrides):
         model,
         SealConfig(**settings),
         suite,
-        suite.select(TASKS),
+        suite.select(tasks),
         tokenizer,
         peft_config=lora_config(policy),
         policy_id="tiny",

@@ -57,7 +57,7 @@ if oracle:  # rank 0 replays the ground truth, rank 1 is the random model
         factory = lambda model, tokenizer, step: ScriptedBackend(tokenizer, oracle_script(suite))  # noqa: E731
 if dynamic:
     sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
-    from scripted import outcome_backend  # noqa: E402
+    from helpers.scripted import outcome_backend  # noqa: E402
 
     tasks = suite.select([f"multi_turn_base_{i}" for i in range(8)])
     outcomes = {"multi_turn_base_0": "pass", "multi_turn_base_1": "fail", "multi_turn_base_4": "fail"}
