@@ -25,6 +25,10 @@ BENCHMARKS = ROOT / "benchmarks"
 NUMBER = r"-?\d+\.\d\d"
 # script -> (its smoke-size flags, the last line it must end with)
 SMOKE = {
+    "cpu_dtype.py": (
+        ["--model", "tiny", "--tasks", "2", "--conversations", "1", "--max_new_tokens", "8"],
+        rf"evaluation time, bf16 / fp32: {NUMBER}x",
+    ),
     "decode_attention.py": (
         ["--rows", "4", "--layers", "2", "--min-length", "8", "--max-length", "16", "--repeats", "1"],
         rf"decode attention, padded block / per row: {NUMBER}x",
