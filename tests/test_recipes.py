@@ -47,7 +47,7 @@ def test_config_parses_into_valid_arguments(config, monkeypatch, tmp_path):
 
 def test_ablation_flags_override_the_yaml(monkeypatch, tmp_path):
     _, training, _ = parse(
-        CONFIGS[0],
+        DEMO_CONFIG,
         "--output_dir",
         str(tmp_path),
         "--env_adaptation",
@@ -149,7 +149,7 @@ def test_gpu_configs_train_on_the_paper_split_with_its_episode_budget(config, mo
 
 def test_a_zero_episode_budget_is_refused_with_the_field_name(monkeypatch, tmp_path):
     with pytest.raises(ValueError, match="max_steps_per_episode"):
-        parse(CONFIGS[0], "--output_dir", str(tmp_path), "--max_steps_per_episode", "0", monkeypatch=monkeypatch)
+        parse(DEMO_CONFIG, "--output_dir", str(tmp_path), "--max_steps_per_episode", "0", monkeypatch=monkeypatch)
 
 
 def test_paper_full_ft_takes_the_released_optimisation_settings(monkeypatch):
@@ -202,7 +202,7 @@ def test_every_evolution_threshold_is_a_recipe_flag_that_reaches_the_trainer(mon
 )
 def test_a_bad_evolution_threshold_is_refused_with_its_name(flag, value, monkeypatch, tmp_path):
     with pytest.raises(ValueError, match=flag):
-        parse(CONFIGS[0], "--output_dir", str(tmp_path), f"--{flag}", value, monkeypatch=monkeypatch)
+        parse(DEMO_CONFIG, "--output_dir", str(tmp_path), f"--{flag}", value, monkeypatch=monkeypatch)
 
 
 @pytest.mark.parametrize(
