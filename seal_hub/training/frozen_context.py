@@ -35,7 +35,7 @@ class FrozenContextSFTTrainer(SFTTrainer):
             return super().compute_loss(model, inputs, return_outputs, num_items_in_batch)
         split = max(1, int(trained[0]) - 1)  # the token before the first label is the first one that predicts
         with torch.no_grad():
-            context = model(input_ids=ids[:, :split], use_cache=True)
+            context = model(input_ids=ids[:, :split], use_cache=True, logits_to_keep=1)  # its logits: unused
         rest = model(input_ids=ids[:, split:], past_key_values=context.past_key_values, use_cache=False)
         logits = rest.logits[0, :-1].float()
         targets = labels[0, split + 1 :]
