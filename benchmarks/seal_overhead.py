@@ -48,8 +48,8 @@ os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 import seal_hub.training.trainer as trainer_module  # noqa: E402
 from seal_hub.diagnosis import RolloutDiagnosis  # noqa: E402
 from seal_hub.envs.bfcl import BfclSuite  # noqa: E402
-from seal_hub.evolve import RhoWindow  # noqa: E402
 from seal_hub.interface import InterfaceSnapshot  # noqa: E402
+from seal_hub.interface.rho import RhoWindow  # noqa: E402
 from seal_hub.models import PolicyConfig, build_tiny_model, load_policy, lora_config  # noqa: E402
 from seal_hub.rollout import RolloutEngine  # noqa: E402
 from seal_hub.training import SealConfig, SealTrainer  # noqa: E402

@@ -28,7 +28,7 @@ from pathlib import Path
 
 def real_records(root: Path, tasks: int):
     """Rollouts of the tiny policy on the `tasks` shortest-prompt training tasks, with their diagnosis rows."""
-    from seal_hub.diagnosis import diagnose, diagnosis_rows
+    from seal_hub.diagnosis.records import diagnosis_rows
     from seal_hub.envs.bfcl import BfclSuite
     from seal_hub.models import PolicyConfig, build_tiny_model, end_token_ids, load_policy
     from seal_hub.rollout import HFBackend, PolicyInfo, RolloutConfig, RolloutEngine, SamplingConfig
@@ -40,7 +40,7 @@ def real_records(root: Path, tasks: int):
     engine = RolloutEngine(backend, tokenizer, suite, config, PolicyInfo("tiny"))
     chosen = [suite.task(f"multi_turn_base_{k}") for k in range(tasks)]
     trajectories = engine.run(chosen)
-    rows = diagnosis_rows(trajectories, [diagnose(t, suite.task(t.task_id)) for t in trajectories])
+    rows = diagnosis_rows(trajectories, [suite.diagnose(t, suite.task(t.task_id)) for t in trajectories])
     return suite, trajectories, rows
 
 

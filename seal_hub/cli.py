@@ -1,7 +1,7 @@
 """`seal-hub`: the command line. This module builds the top parser and dispatches; nothing else.
 
 Each subcommand lives next to the code it drives (`seal_hub/<package>/commands.py`: envs, rollout,
-evaluation, report and diagnose, hub and interface, replay's space, estimate) and returns the process exit
+evaluation, report, diagnosis, interface, hub, replay's space, estimate) and returns the process exit
 code. Errors the user can fix (a bad path, an unknown split, a refused reference) are the project's own error
 types, all `ValueError`s or `OSError`s, printed as one line on stderr with exit code 2, never as a traceback;
 anything else is a bug and keeps its traceback. `seal-hub train [--config ...]` hands the rest of its command
@@ -19,10 +19,12 @@ from seal_hub.console import quiet_library_notices
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from seal_hub.diagnosis.commands import add_diagnose_command
     from seal_hub.envs.commands import add_envs_commands
     from seal_hub.estimate.commands import add_estimate_command
     from seal_hub.evaluation.commands import add_eval_command
-    from seal_hub.hub.commands import add_hub_commands, add_interface_commands
+    from seal_hub.hub.commands import add_hub_commands
+    from seal_hub.interface.commands import add_interface_commands
     from seal_hub.replay.commands import add_space_commands
     from seal_hub.report.commands import add_report_commands
     from seal_hub.rollout.commands import add_rollout_command
@@ -39,6 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_rollout_command(commands)
     add_eval_command(commands)
     add_report_commands(commands)
+    add_diagnose_command(commands)
     add_interface_commands(commands)
     add_hub_commands(commands)
     add_space_commands(commands)

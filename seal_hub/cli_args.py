@@ -25,7 +25,7 @@ def option(parser: argparse.ArgumentParser, name: str, **kwargs) -> None:
 
 def task_arguments(parser: argparse.ArgumentParser, default_split: str, suites: list[str] | None = None) -> None:
     """`--suite`, `--split`, `--split_file`, `--no_progress`: which tasks a command runs."""
-    from seal_hub.envs.suite import SUITES
+    from seal_hub.envs.builtin import SUITES
 
     choices = suites or list(SUITES)
     parser.add_argument("--suite", choices=choices, default=choices[0], help="task suite (default: %(default)s)")

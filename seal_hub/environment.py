@@ -1,8 +1,9 @@
 """A published learning-interface version as an environment to step, for any training code (no SealTrainer needed).
 
 `load_environment("alice/run1-env@v3")` resolves the reference once to a commit
-(`seal_hub.hub.sources.resolve_reference`) and returns an `Environment` over the BFCL v3 multi-turn tasks with
-that interface applied as the SEAL trainer applies it: tools rendered with its schema cues, its note and
+(`seal_hub.hub.sources.resolve_reference`) and returns an `Environment` over the tasks of the suite that version
+names (`InterfaceSnapshot.suite`: BFCL v3 multi-turn, bfcl-single, ...) with that interface applied as the SEAL
+trainer applies it: tools rendered with its schema cues, its note and
 guidelines in the system prompt, tool errors answered with its recovery hints, tools revealed mid-episode listed
 in that turn's user message. The conversation is built by the same functions as the rollout engine's
 (`seal_hub.rollout.engine.first_messages`, `assistant_message`, `observation_messages`), so a chat template
@@ -24,8 +25,8 @@ come back as observations, never exceptions; stepping before `reset()` or after 
 Design choice: training-only interfaces are applied here (`training=True`), because this is for training code;
 `training=False` gives BFCL's original protocol for such a snapshot, as evaluation uses.
 
-Not covered: batching and generation (`seal_hub.rollout.RolloutEngine` does both), the turn labels
-(`seal_hub.diagnosis.diagnose(trajectory, task)`), and suites other than BFCL multi-turn.
+Not covered: batching and generation (`seal_hub.rollout.RolloutEngine` does both), and the turn labels
+(`env.suite.diagnose(trajectory, task)`).
 """
 
 from __future__ import annotations
@@ -34,14 +35,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from seal_hub.envs.bfcl import BfclSuite, EpisodeConfig
+from seal_hub.envs.builtin import load_suite
+from seal_hub.envs.episode import EpisodeSettings
 from seal_hub.envs.protocol import Action, EpisodeError, EpisodeVerdict
+from seal_hub.envs.suite import Suite, SuiteEpisode
 from seal_hub.interface import InterfaceSnapshot, effective_interface, load_snapshot
 from seal_hub.rollout.engine import assistant_message, first_messages, observation_messages
 from seal_hub.toolcalls import ToolCallParser
 
 if TYPE_CHECKING:
-    from seal_hub.envs.bfcl import Episode
     from seal_hub.hub.registry import Ref
     from seal_hub.hub.sources import Source
 
@@ -61,15 +63,15 @@ class EnvObservation:
 
 
 class Environment:
-    """BFCL multi-turn episodes seen through one interface snapshot (see the module docstring)."""
+    """A suite's episodes seen through one interface snapshot (the snapshot's suite unless `suite` is given)."""
 
     def __init__(
         self,
         interface: InterfaceSnapshot | None = None,
         *,
         source: Source | None = None,
-        suite: BfclSuite | None = None,
-        episode: EpisodeConfig | None = None,
+        suite: Suite | None = None,
+        episode: EpisodeSettings | None = None,
         parser_style: str = "hermes",
         split: str = "train",
         split_file: str | None = None,
@@ -78,13 +80,13 @@ class Environment:
         self.snapshot = interface or InterfaceSnapshot.null()
         self.interface = effective_interface(self.snapshot, training)  # what the agent is shown
         self.source = source
-        self.suite = suite or BfclSuite()
-        self.episode_config = episode or EpisodeConfig()
+        self.suite = suite or load_suite(self.snapshot.suite)
+        self.episode_config = episode or EpisodeSettings()  # each suite reads these as its own defaults plus them
         self.parser = ToolCallParser(style=parser_style)
         self.split, self.split_file = split, split_file
         self._task_ids: tuple[str, ...] | None = None
         self._next = 0
-        self._episode: Episode | None = None
+        self._episode: SuiteEpisode | None = None
         self._messages: list[dict[str, Any]] = []
         self._tools: list[dict[str, Any]] = []
 
@@ -94,7 +96,8 @@ class Environment:
 
     @property
     def task_ids(self) -> tuple[str, ...]:
-        """The task ids of the split (the paper's 400/400 split by default, or `split_file`)."""
+        """The task ids of the split (the suite's shipped split by default, bfcl's the paper's 400/400, or
+        `split_file`)."""
         if self._task_ids is None:
             self._task_ids = self.suite.split_ids(self.split, self.split_file)
         return self._task_ids
@@ -155,8 +158,9 @@ def load_environment(ref: str | Ref | InterfaceSnapshot | None = None, **options
 
     `ref`: a published environment version (``"alice/run1-env@v3"``, ``local://`` or ``hf://`` to choose the
     registry; resolved once to a commit, kept as `env.source`), a snapshot JSON file, an `InterfaceSnapshot`, or
-    None for BFCL's original protocol. `options` go to `Environment` (``parser_style``, ``split``, ``split_file``,
-    ``episode``, ``training``, ``suite``). A complete episode:
+    None for BFCL's original protocol. The episodes are of the suite the snapshot names. `options` go to
+    `Environment` (``parser_style``, ``split``, ``split_file``, ``episode``, ``training``, ``suite``).
+    A complete episode:
 
         env = seal_hub.load_environment("alice/run1-env@v3")
         obs = env.reset("multi_turn_base_0")

@@ -31,10 +31,11 @@ from typing import Any
 
 from datasets import Dataset
 
-from seal_hub.diagnosis import DIAGNOSIS_FEATURES, FailureProfile, Label, RolloutDiagnosis, diagnosis_rows
+from seal_hub.diagnosis import FailureProfile, Label, RolloutDiagnosis
+from seal_hub.diagnosis.records import DIAGNOSIS_FEATURES, diagnosis_rows
 from seal_hub.interface import InterfaceSnapshot
+from seal_hub.interface.store import SnapshotStore
 from seal_hub.rollout.records import Trajectory, write_trajectories
-from seal_hub.snapshot_store import SnapshotStore
 
 TRAINER_STATE_FILE = "trainer_state.json"  # transformers' TRAINER_STATE_NAME
 # transformers keys a stateful callback's state by its class name: `seal_hub.training.loop_state.SealLoopState`

@@ -74,7 +74,7 @@ def test_console_script_runs_as_a_new_user_would(tmp_path):
 def test_rollout_and_verify_gt_default_to_the_paper_split():
     from seal_hub.cli import build_parser
     from seal_hub.envs.bfcl import paper_split, stratified_split
-    from seal_hub.envs.suite import suite_tasks
+    from seal_hub.envs.builtin import suite_tasks
 
     def _suite_tasks(args):
         return suite_tasks(args.suite, args.split, args.split_file, seed=getattr(args, "seed", 0))

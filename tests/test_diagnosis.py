@@ -9,15 +9,9 @@ import pytest
 from helpers.perturb import KINDS, perturb
 from helpers.turns import labels_of
 
-from seal_hub.diagnosis import (
-    DEFAULT_RHO,
-    OFFICIAL_ERROR_LABELS,
-    FailureProfile,
-    Label,
-    RolloutDiagnosis,
-    label_turn,
-)
+from seal_hub.diagnosis import DEFAULT_RHO, FailureProfile, Label, RolloutDiagnosis
 from seal_hub.envs.bfcl import EpisodeConfig, ground_truth_steps
+from seal_hub.envs.bfcl.labels import OFFICIAL_ERROR_LABELS, label_turn
 from seal_hub.envs.bfcl.official import official_check
 from seal_hub.envs.protocol import ToolCall
 from seal_hub.rollout.records import CallRecord, ParseErrorRecord, ResultRecord, StepRecord, TurnRecord, VerdictRecord
@@ -282,7 +276,7 @@ def test_failure_profile_numbers():
 def test_diagnosis_rows_fit_their_features(suite, tmp_path):
     from datasets import Dataset
 
-    from seal_hub.diagnosis import DIAGNOSIS_FEATURES, diagnosis_rows
+    from seal_hub.diagnosis.records import DIAGNOSIS_FEATURES, diagnosis_rows
     from seal_hub.rollout.records import Trajectory
 
     trajectory = Trajectory(

@@ -9,7 +9,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from seal_hub.cli import main
-from seal_hub.diagnosis import DIAGNOSIS_FEATURES
+from seal_hub.diagnosis.records import DIAGNOSIS_FEATURES
 from seal_hub.evaluation import SCHEMA
 from seal_hub.evaluation import runners as runners_module
 from seal_hub.rollout import FEATURES, read_trajectories

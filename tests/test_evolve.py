@@ -7,17 +7,9 @@ import pytest
 
 from seal_hub.diagnosis import DEFAULT_RHO, FailureProfile, Label, LabelStats, RolloutDiagnosis
 from seal_hub.envs.protocol import ErrorKind
-from seal_hub.evolve import (
-    GUIDELINES,
-    RECOVERY_HINTS,
-    EvolveConfig,
-    RhoWindow,
-    evolve,
-    next_version,
-    select_guidelines,
-    update_rho,
-)
 from seal_hub.interface import InterfaceSnapshot, diff
+from seal_hub.interface.evolve import GUIDELINES, RECOVERY_HINTS, EvolveConfig, evolve, next_version, select_guidelines
+from seal_hub.interface.rho import RhoWindow, update_rho
 
 L = Label
 
@@ -308,7 +300,7 @@ def test_rho_over_three_batches_matches_hand_arithmetic():
 
 
 def test_the_released_mode_starts_with_schema_cues_and_evolves_nothing_else():
-    from seal_hub.evolve import evolve_config_for, starting_interface
+    from seal_hub.interface.evolve import evolve_config_for, starting_interface
 
     v0 = starting_interface("bfcl", "released")
     assert v0.version == "v0" and v0.parent is None and v0.schema_cues.enabled and v0.schema_cues.note

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from seal_hub.envs.suite import SUITES
+from seal_hub.envs.builtin import SUITES
 from seal_hub.experiment import (
     ARMS,
     ARMS_BY_NAME,

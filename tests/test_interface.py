@@ -12,12 +12,11 @@ import pytest
 from bfcl_eval.constants.executable_backend_config import MULTI_TURN_FUNC_DOC_FILE_MAPPING
 from helpers.profiles import PROFILE
 
-import seal_hub.interface as interface_module
+import seal_hub.interface.snapshot as interface_module
 from seal_hub.cli import main
 from seal_hub.diagnosis import DEFAULT_RHO, FailureProfile, Label
 from seal_hub.envs.bfcl.tools import class_tools
 from seal_hub.envs.protocol import ErrorKind, ToolCall, ToolResult
-from seal_hub.evolve import GUIDELINES, RECOVERY_HINTS, SCHEMA_NOTE, EvolveConfig, evolve
 from seal_hub.interface import (
     CapabilityGuidelines,
     Guideline,
@@ -29,7 +28,8 @@ from seal_hub.interface import (
     effective_interface,
     load_snapshot,
 )
-from seal_hub.snapshot_store import SnapshotStore
+from seal_hub.interface.evolve import GUIDELINES, RECOVERY_HINTS, SCHEMA_NOTE, EvolveConfig, evolve
+from seal_hub.interface.store import SnapshotStore
 
 ALL_TOOLS = [tool.schema for name in MULTI_TURN_FUNC_DOC_FILE_MAPPING for tool in class_tools(name)]
 

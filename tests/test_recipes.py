@@ -99,7 +99,7 @@ def test_each_config_builds_a_trainer_on_cpu(config, monkeypatch, tmp_path, suit
     script, training, model_args = parse(config, *flags, monkeypatch=monkeypatch)
     recipe = recipe_module()
     if script.suite != suite.name:  # the demo trains bfcl-single
-        from seal_hub.envs.suite import load_suite
+        from seal_hub.envs.builtin import load_suite
 
         suite = load_suite(script.suite)
     tasks = recipe.training_tasks(suite, script)[:2]
@@ -179,7 +179,7 @@ EVOLVE_FLAGS = {
 def test_every_evolution_threshold_is_a_recipe_flag_that_reaches_the_trainer(monkeypatch, tmp_path, suite):
     from dataclasses import fields
 
-    from seal_hub.evolve import EvolveConfig, EvolveSettings
+    from seal_hub.interface.evolve import EvolveConfig, EvolveSettings
     from seal_hub.models import build_tiny_model, load_policy
     from seal_hub.training import SealTrainer
 

@@ -278,7 +278,7 @@ def test_the_space_requirements_pin_what_pyproject_pins():
 
 def test_an_episode_shows_the_tools_of_its_own_suites_task():
     """A bfcl-single run's episodes list the functions their question offered (its snapshots name the suite)."""
-    from seal_hub.envs.suite import load_suite
+    from seal_hub.envs.builtin import load_suite
     from seal_hub.replay.page import Viewer
 
     viewer = Viewer()

@@ -224,9 +224,9 @@ def test_a_derived_snapshot_renders_as_its_source_and_names_its_origin(local, su
 
     from helpers.profiles import PROFILE
 
-    from seal_hub.evolve import evolve
     from seal_hub.hub import Resolved
     from seal_hub.interface import diff, load_snapshot
+    from seal_hub.interface.evolve import evolve
 
     resolved = resolve_reference(f"{SRC_ENV}@v1", "environment")
     source, derived = resolved.value, derive_interface(resolved)

@@ -178,8 +178,8 @@ def test_repeated_tasks_are_separate_episodes_in_input_order(suite, tiny):
 
 def test_the_learning_interface_shapes_what_the_agent_sees(suite, tiny):
     from seal_hub.diagnosis import FailureProfile, Label, LabelStats
-    from seal_hub.evolve import evolve
     from seal_hub.interface import InterfaceSnapshot
+    from seal_hub.interface.evolve import evolve
 
     _, tokenizer = tiny
     profile = FailureProfile({Label.MISSING_TOOL_CALL: LabelStats(20, 0.5, 0.1)}, rollouts=10, turns=40)
@@ -209,7 +209,7 @@ def test_the_learning_interface_shapes_what_the_agent_sees(suite, tiny):
 
 
 def test_an_episode_cut_by_its_step_budget_still_labels_every_turn(suite, tiny):
-    from seal_hub.diagnosis import Label, diagnose
+    from seal_hub.diagnosis import Label
 
     _, tokenizer = tiny
     task = suite.task("multi_turn_base_0")
@@ -219,7 +219,7 @@ def test_an_episode_cut_by_its_step_budget_still_labels_every_turn(suite, tiny):
     [trajectory] = engine(backend, tokenizer, suite, **config).run([task])
     assert trajectory.truncated and trajectory.truncation == "step_limit" and trajectory.reward == 0.0
     assert trajectory.num_steps == 3 and len(trajectory.turns) == 2
-    labels = diagnose(trajectory, task).labels
+    labels = suite.diagnose(trajectory, task).labels
     rest = [Label.MISSING_TOOL_CALL if calls else Label.CORRECT_ABSTENTION for calls in task.ground_truth[2:]]
     assert list(labels) == [Label.PASS, Label.MISSING_TOOL_CALL, *rest]
     assert len(labels) == task.num_turns

@@ -6,8 +6,9 @@ from pathlib import Path
 import pytest
 
 from seal_hub.envs.bfcl import BfclSuite, paper_split, replay, resolve_split
+from seal_hub.envs.builtin import load_suite
 from seal_hub.envs.protocol import Action
-from seal_hub.envs.suite import SuiteError, load_suite
+from seal_hub.envs.suite import SuiteError
 
 
 def test_bfcl_is_a_suite_and_its_oracle_passes(suite):

@@ -26,7 +26,7 @@ def test_a_missing_extra_says_how_to_install_it(monkeypatch):
 @pytest.fixture(scope="module")
 def telecom():
     pytest.importorskip("tau2", reason="the [tau2] extra is not installed")
-    from seal_hub.envs.suite import load_suite
+    from seal_hub.envs.builtin import load_suite
 
     return load_suite("tau2-telecom")
 

@@ -13,14 +13,15 @@ from helpers.recipes import recipe_module
 from helpers.run_checks import check_run
 from helpers.scripted import ScriptedBackend
 
-from seal_hub.diagnosis import DEFAULT_RHO, DiagnosisError, Label, diagnose
+from seal_hub.diagnosis import DEFAULT_RHO, DiagnosisError, Label
 from seal_hub.envs.bfcl_single import key_calls
 from seal_hub.envs.bfcl_single.checker import check
+from seal_hub.envs.bfcl_single.labels import label_answer
 from seal_hub.envs.bfcl_single.splits import fraction_split, packaged_split
+from seal_hub.envs.builtin import load_suite
 from seal_hub.envs.protocol import Action, ParseError, ToolCall
-from seal_hub.envs.suite import load_suite
+from seal_hub.envs.tau2_telecom import Tau2TelecomSuite
 from seal_hub.rollout.records import CallRecord, ParseErrorRecord, StepRecord, TurnRecord, VerdictRecord
-from seal_hub.single_turn_labels import label_answer
 from seal_hub.toolcalls import format_tool_calls
 
 RUN = "test/single-run"
@@ -158,10 +159,10 @@ def test_rollouts_are_diagnosed_by_their_suites_rules(single, tiny_dir):
         RolloutConfig(sampling=SamplingConfig(temperature=0.0, max_new_tokens=256)),
     )
     trajectories = engine.run(tasks)
-    labels = [diagnose(t, single.task(t.task_id), "bfcl-single").labels for t in trajectories]
+    labels = [single.diagnose(t, single.task(t.task_id)).labels for t in trajectories]
     assert labels == [(Label.PASS,), (Label.MISSING_TOOL_CALL,), (Label.CORRECT_ABSTENTION,)]
     with pytest.raises(DiagnosisError, match="suite 'tau2-telecom' has no turn labels; suites with them: bfcl, bfcl-"):
-        diagnose(trajectories[0], tasks[0], "tau2-telecom")
+        Tau2TelecomSuite(tasks={}).diagnose(trajectories[0], tasks[0])
 
 
 # ----- the learning interface -----
@@ -171,8 +172,8 @@ def test_the_interface_cues_the_offered_functions_and_guides_without_recovery_hi
     from transformers import AutoTokenizer
 
     from seal_hub.diagnosis import FailureProfile, RolloutDiagnosis
-    from seal_hub.evolve import GUIDELINES, SCHEMA_NOTE, evolve, evolve_config_for
     from seal_hub.interface import InterfaceSnapshot
+    from seal_hub.interface.evolve import GUIDELINES, SCHEMA_NOTE, evolve, evolve_config_for
     from seal_hub.rollout import RolloutConfig, RolloutEngine, SamplingConfig
 
     failing = FailureProfile.of([RolloutDiagnosis(f"t{i}", 0.0, (Label.MISSING_TOOL_CALL,)) for i in range(10)])
@@ -202,11 +203,12 @@ def test_the_interface_cues_the_offered_functions_and_guides_without_recovery_hi
 def test_the_warm_up_teaches_the_answer_key_in_the_models_own_tool_call_format(single, tiny_dir):
     from transformers import AutoTokenizer
 
+    from seal_hub.envs.reference import ABSTAIN
     from seal_hub.interface import InterfaceSnapshot
     from seal_hub.models.parser_style import resolve_parser_style
     from seal_hub.rollout.engine import ChatRenderer, first_messages
     from seal_hub.toolcalls import ToolCallParser
-    from seal_hub.training.warmup import ABSTAIN, warmup_dataset
+    from seal_hub.training.warmup import warmup_dataset
 
     tokenizer = AutoTokenizer.from_pretrained(tiny_dir)
     ids = ["simple_python_0", "parallel_0", "irrelevance_0", single.split_ids("live_relevance")[0]]

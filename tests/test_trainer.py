@@ -11,7 +11,7 @@ from helpers.scripted import ScriptedBackend, outcome_backend
 from helpers.tiny_run import TASKS, make_trainer, tiny_policy
 
 from seal_hub.diagnosis import DEFAULT_RHO, Label, RolloutDiagnosis
-from seal_hub.evolve import SCHEMA_NOTE
+from seal_hub.interface.evolve import SCHEMA_NOTE
 from seal_hub.rollout.records import read_trajectories
 from seal_hub.run_records import load_state
 
@@ -154,8 +154,9 @@ def test_checkpointed_iterations_are_published_with_their_three_artifacts(suite,
 def test_sft_warmup_conversations_and_steps(suite, tiny_dir, tmp_path):
     from peft import get_peft_model
 
+    from seal_hub.envs.reference import ABSTAIN, CLOSING
     from seal_hub.models import load_policy, lora_config
-    from seal_hub.training.warmup import ABSTAIN, CLOSING, run_warmup, warmup_conversations, warmup_dataset
+    from seal_hub.training.warmup import run_warmup, warmup_conversations, warmup_dataset
 
     tasks = suite.select(["multi_turn_base_1", "multi_turn_miss_param_0"])
     conversations = warmup_conversations(suite, tasks)

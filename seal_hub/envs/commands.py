@@ -13,7 +13,7 @@ from seal_hub.cli_args import task_arguments
 
 def _verify_gt(args: argparse.Namespace) -> int:
     from seal_hub.envs.bfcl.replay import verify_ground_truth
-    from seal_hub.envs.suite import suite_tasks
+    from seal_hub.envs.builtin import suite_tasks
 
     suite, tasks = suite_tasks(args.suite, args.split, args.split_file, seed=args.seed)
     report = verify_ground_truth(suite, tasks, progress=not args.no_progress)

@@ -1,29 +1,42 @@
-"""The smallest contract that lets several evaluation suites share the rollout engine, the records and the CLI.
+"""The suite contract: everything one suite's behaviour is, in one protocol that the rest of seal_hub reads.
 
 A suite is a set of tasks (each with an id and a category) and a factory of isolated episodes that speak the
 step protocol of `seal_hub.envs.protocol`: `reset() -> Observation`, `step(Action) -> StepResult`, `close()`,
 and at the end a `verdict` (an `EpisodeVerdict` of per-turn `TurnVerdict`s, reward 1 only if it passed); every
-suite's episode gets the caller guards from `seal_hub.envs.episode.EpisodeBase`. The
-engine never looks past this contract, so BFCL multi-turn, BFCL single-turn, BFCL memory and tau2 all go
-through the same batched loop and land in the same `Trajectory` records.
+suite's episode gets the caller guards from `seal_hub.envs.episode.EpisodeBase`. The engine never looks past
+this contract, so BFCL multi-turn, BFCL single-turn, BFCL memory and tau2 all go through the same batched loop
+and land in the same `Trajectory` records.
 
-Each suite also says which task ids a named split holds (`split_ids`) and how its reference answers drive an
-episode (`oracle_steps`: per user turn, the calling actions a perfect agent takes; the harness ends each turn
-with a plain message), so `seal-hub eval --model oracle` checks every suite's protocol the same way.
+Beyond its episodes a suite says, and nothing outside its own package says for it:
+- its splits (`split_ids`) and the name results record for its split when no split file is given
+  (`default_split`);
+- how its reference answers drive an episode (`oracle_steps`: per user turn, the calling actions a perfect agent
+  takes; the harness ends each turn with a plain message), so `seal-hub eval --model oracle` checks every suite's
+  protocol the same way;
+- how a finished rollout is labelled turn by turn (`turn_labels`, `diagnose`: the labels of
+  `seal_hub.diagnosis`);
+- what its SFT warm-up teaches for a task (`warmup_script`, `seal_hub.envs.reference`);
+- whether its tools run and can fail (`tool_errors`: recovery hints have something to say), and whether it can
+  train (`not_trainable`: why not, None when it can);
+- what a published card calls it (`card`).
 
-`SUITES` maps a suite's name to a zero-argument factory that imports it lazily (optional extras stay
-optional); `load_suite` gives a one-line error for an unknown name or a missing extra.
+`SuiteCard` is the last of these as a record; the built-in suites by name are `seal_hub.envs.builtin`.
 
-Not covered: scoring beyond per-episode verdicts (`seal_hub.evaluation`), the turn labels (bfcl and
-bfcl-single, `seal_hub.diagnosis`), which suites can train (`seal_hub.training.suites`).
-"""
+Not covered: scoring beyond per-episode verdicts (`seal_hub.evaluation`), what the labels add up to
+(`seal_hub.diagnosis`)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, Protocol, runtime_checkable
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from seal_hub.envs.protocol import Action, EpisodeVerdict, Observation, StepResult
+
+if TYPE_CHECKING:  # what the suite hands up the loop; those packages sit above the suites
+    from seal_hub.diagnosis import RolloutDiagnosis
+    from seal_hub.envs.reference import WarmupScript
+    from seal_hub.rollout.records import Trajectory
 
 
 @runtime_checkable
@@ -53,13 +66,32 @@ class SuiteEpisode(Protocol):
     def verdict(self) -> EpisodeVerdict: ...
 
 
+@dataclass(frozen=True)
+class SuiteCard:
+    """How published cards name a suite: the model-index dataset (type and name) and task its scores are on."""
+
+    dataset_type: str
+    dataset_name: str
+    task_name: str = "Multi-turn tool use"
+
+    @classmethod
+    def plain(cls, name: str) -> SuiteCard:
+        """The card of a suite known only by its name: the name as dataset, multi-turn tool use."""
+        return cls(name, name)
+
+
 @runtime_checkable
 class Suite(Protocol):
-    """An evaluation (or training) suite: its tasks, its splits, its episodes, its oracle."""
+    """A suite: its tasks, splits, episodes and oracle, its turn labels, warm-up, training facts and card."""
 
     name: str
     categories: tuple[str, ...]
     tasks: Mapping[str, SuiteTask]
+    default_split: str  # the split source results record when no split file is given ("paper", "default")
+    turn_labels: bool  # `diagnose` labels its turns (False: one end-of-episode check, nothing per turn)
+    tool_errors: bool  # its tools execute and can fail, so recovery hints have something to say
+    not_trainable: str | None  # why it cannot train (one clause), None when it can
+    card: SuiteCard
 
     def task(self, task_id: str) -> SuiteTask: ...
 
@@ -71,38 +103,9 @@ class Suite(Protocol):
 
     def oracle_steps(self, task: SuiteTask) -> Sequence[Sequence[Action]]: ...
 
+    def diagnose(self, trajectory: Trajectory, task: SuiteTask) -> RolloutDiagnosis: ...
 
-def _bfcl() -> Suite:
-    from seal_hub.envs.bfcl import BfclSuite
-
-    return BfclSuite()
-
-
-def _bfcl_single() -> Suite:
-    from seal_hub.envs.bfcl_single import BfclSingleSuite
-
-    return BfclSingleSuite()
-
-
-def _bfcl_memory() -> Suite:
-    from seal_hub.envs.bfcl_memory import BfclMemorySuite
-
-    return BfclMemorySuite()
-
-
-def _tau2_telecom() -> Suite:
-    from seal_hub.envs.tau2_telecom import Tau2TelecomSuite
-
-    return Tau2TelecomSuite()
-
-
-# name -> factory; each factory imports its suite only when asked, so a missing optional extra fails late
-SUITES: dict[str, Callable[[], Suite]] = {
-    "bfcl": _bfcl,
-    "bfcl-single": _bfcl_single,
-    "bfcl-memory": _bfcl_memory,
-    "tau2-telecom": _tau2_telecom,
-}
+    def warmup_script(self, task: SuiteTask) -> WarmupScript | None: ...
 
 
 class SuiteError(ValueError):
@@ -114,14 +117,6 @@ class UnknownTaskError(SuiteError, KeyError):
 
     def __str__(self) -> str:  # KeyError's own str() would quote the message
         return str(self.args[0]) if self.args else ""
-
-
-def load_suite(name: str) -> Suite:
-    """The suite called `name`; an unknown name or a missing extra is a `SuiteError` that says what to do."""
-    factory = SUITES.get(name)
-    if factory is None:
-        raise SuiteError(f"unknown suite {name!r}; choose one of: {', '.join(SUITES)}")
-    return factory()
 
 
 def in_turn(tasks: Sequence[Any], count: int | None = None, categories: Sequence[str] | None = None) -> list[Any]:
@@ -144,10 +139,3 @@ def in_turn(tasks: Sequence[Any], count: int | None = None, categories: Sequence
         chosen += [queue[depth] for queue in queues.values() if depth < len(queue)][: total - len(chosen)]
         depth += 1
     return chosen
-
-
-def suite_tasks(name: str, split: str, split_file: str | None = None, seed: int = 0) -> tuple[Suite, list[Any]]:
-    """The suite called `name` and the tasks of its `split` (of `split_file` when given; `seed` seeds a
-    'stratified' split): the one way every command picks its tasks."""
-    suite = load_suite(name)
-    return suite, suite.select(suite.split_ids(split, split_file, seed=seed))

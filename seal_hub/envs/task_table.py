@@ -1,10 +1,14 @@
-"""The task table every out-of-distribution suite shares: lookup by id, selection, and what a split means.
+"""The task table every built-in suite shares: lookup by id, selection, what a split means, the contract's defaults.
 
 The OOD suites (`bfcl-single`, `bfcl-memory`, `tau2-telecom`) share simple splits: `test` and `all` are every
 task; a category name is that category's tasks; a split file (JSON with a `test` list, as the BFCL split files)
 picks ids by hand. Anything else is a `SuiteError` that names the choices. One error message per mistake, one
 line each. bfcl-single, which can also train, puts `train` and `test` halves on top
 (`seal_hub.envs.bfcl_single.suite`).
+
+The defaults of the rest of the contract (`seal_hub.envs.suite.Suite`) are a suite with no turn labels and no
+warm-up (both say so in one line, naming the suites that have them), whose split source is "default"; each suite
+sets its own `tool_errors`, `not_trainable` and `card`.
 
 Not covered: the tasks themselves (each suite's own `tasks.py`).
 """
@@ -14,17 +18,22 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from seal_hub.diagnosis.labels import DiagnosisError
+from seal_hub.envs.builtin import labelled_suites, trainable_suites
 from seal_hub.envs.suite import SuiteError, UnknownTaskError
 
 WHOLE_SPLITS = ("test", "all")
 
 
 class TaskTable:
-    """Mixin for a suite with `name`, `categories` and `tasks` (id -> task): `task`, `select`, `split_ids`."""
+    """Mixin for a suite with `name`, `categories` and `tasks` (id -> task): `task`, `select`, `split_ids`, and
+    the contract's defaults (no turn labels, no warm-up)."""
 
     name: str
     categories: tuple[str, ...]
     tasks: Mapping[str, Any]
+    default_split = "default"
+    turn_labels = False
 
     def __len__(self) -> int:
         return len(self.tasks)
@@ -63,3 +72,13 @@ class TaskTable:
             return tuple(task_id for task_id, task in self.tasks.items() if task.category == split)
         choices = ", ".join(self.categories)
         raise SuiteError(f"unknown split {split!r} for suite {self.name}; choose test, all or a category: {choices}")
+
+    def diagnose(self, trajectory: Any, task: Any) -> Any:
+        """No turn labels here: a `DiagnosisError` that names the suites that have them."""
+        raise DiagnosisError(
+            f"suite {self.name!r} has no turn labels; suites with them: {', '.join(labelled_suites())}"
+        )
+
+    def warmup_script(self, task: Any) -> Any:
+        """No reference answers to teach here: a `ValueError` that names the suites that have them."""
+        raise ValueError(f"no SFT warm-up for suite {self.name!r}; suites with one: {', '.join(trainable_suites())}")

@@ -31,7 +31,8 @@ def _eval_adapter(ref_text: str):
 
 
 def _eval(args: argparse.Namespace) -> int:
-    from seal_hub.envs.suite import in_turn, load_suite
+    from seal_hub.envs.builtin import load_suite
+    from seal_hub.envs.suite import in_turn
     from seal_hub.evaluation import (
         EvalProtocol,
         EvalSpec,
@@ -103,7 +104,7 @@ def _eval(args: argparse.Namespace) -> int:
     spec = EvalSpec(
         suite=suite.name,
         split=args.split,
-        split_source=(args.split_file or ("paper" if suite.name == "bfcl" else "default"))
+        split_source=(args.split_file or suite.default_split)
         + (f"; categories {args.categories}" if args.categories else ""),
         model=model_record,
         adapter=adapter,

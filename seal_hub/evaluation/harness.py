@@ -38,19 +38,13 @@ class EvalResult:
     ran: int  # tasks evaluated by this call (the others were read back from an earlier run)
 
 
-def has_turn_labels(suite: Suite) -> bool:
-    """Whether the diagnosis can label the suite's turns (`seal_hub.diagnosis.TURN_LABELERS`)."""
-    from seal_hub.diagnosis import TURN_LABELERS
-
-    return suite.name in TURN_LABELERS
-
-
 def diagnosis_records(suite: Suite, trajectories: Sequence[Trajectory]) -> list[dict] | None:
-    if not has_turn_labels(suite):
+    """The `diagnoses` rows of the trajectories, by the suite's own labels; None for a suite without turn labels."""
+    if not suite.turn_labels:
         return None
-    from seal_hub.diagnosis import diagnose, diagnosis_rows
+    from seal_hub.diagnosis.records import diagnosis_rows
 
-    return diagnosis_rows(trajectories, [diagnose(t, suite.task(t.task_id), suite.name) for t in trajectories])
+    return diagnosis_rows(trajectories, [suite.diagnose(t, suite.task(t.task_id)) for t in trajectories])
 
 
 def run_evaluation(

@@ -31,7 +31,6 @@ from typing import Any
 from seal_hub.evaluation.results import results_markdown_table
 from seal_hub.hub.registry import HubError, Ref, Registry, Version, check_tag, registry_for
 
-BFCL_DATASET = ("bfcl_v3_multi_turn", "BFCL v3 multi-turn")
 _SAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
@@ -57,10 +56,6 @@ def eval_tags(results: dict[str, Any]) -> tuple[str, str]:
     where = f"{_part(results['suite'])}-{_part(results['split'])}"
     revision = _revision_name(results["adapter"])
     return check_tag(f"eval-{where}-{revision}"[:100]), check_tag(f"{revision}-eval-{where}"[:100])
-
-
-def _dataset_of(suite: str) -> tuple[str, str]:
-    return BFCL_DATASET if suite == "bfcl" else (suite, suite)
 
 
 def records_card(repo_id: str, tag: str, results: dict[str, Any], adapter_url: str | None) -> str:
@@ -102,14 +97,14 @@ def records_card(repo_id: str, tag: str, results: dict[str, Any], adapter_url: s
 def _eval_results(results: dict[str, Any], source_name: str, source_url: str) -> list:
     from huggingface_hub import EvalResult
 
-    from seal_hub.hub.cards import task_name
+    from seal_hub.envs.builtin import suite_card
 
-    dataset_type, dataset_name = _dataset_of(results["suite"])
+    card = suite_card(results["suite"])  # what the suite's own card calls its dataset and task
     common = {
         "task_type": "text-generation",
-        "task_name": task_name(dataset_type),
-        "dataset_type": dataset_type,
-        "dataset_name": dataset_name,
+        "task_name": card.task_name,
+        "dataset_type": card.dataset_type,
+        "dataset_name": card.dataset_name,
         "dataset_split": results["split"],
         "source_name": source_name,
         "source_url": source_url,

@@ -17,7 +17,7 @@ added, never renamed)::
 ``average`` is the unweighted mean of the per-category success rates (the paper's "avg"). ``wall_seconds`` is
 the time of the run that finished the evaluation; ``resumed_tasks`` counts the tasks read back from an
 interrupted one. `trajectories.parquet` has `seal_hub.rollout.records.FEATURES` and `diagnoses.parquet`
-`seal_hub.diagnosis.DIAGNOSIS_FEATURES` (bfcl and bfcl-single: the other suites have no turn labels), the
+`seal_hub.diagnosis.records.DIAGNOSIS_FEATURES` (suites with turn labels, `Suite.turn_labels`: bfcl, bfcl-single), the
 same as a training run's records, so the replay Space and `datasets` read either.
 
 Not covered: running the tasks (`seal_hub.evaluation.harness`).
@@ -145,7 +145,7 @@ def write_outputs(
     """Write the Parquet records, then `results.md` and last `results.json` (its presence means complete)."""
     import datasets
 
-    from seal_hub.diagnosis import DIAGNOSIS_FEATURES
+    from seal_hub.diagnosis.records import DIAGNOSIS_FEATURES
 
     quiet = datasets.are_progress_bars_disabled()
     datasets.disable_progress_bars()  # the evaluation's own bar is the one to watch

@@ -149,26 +149,28 @@ def adapter_record(subject: Subject, run_dir: Path) -> dict[str, Any]:
 
 
 def evaluate_arm(config: ExperimentConfig, model_args: Any, subject: Subject, suite_name: str, out: Path) -> None:
-    """Score the subject's weights (or the untrained model) on `suite_name`'s test split (bfcl: the paper's),
+    """Score the subject's weights (or the untrained model) on `suite_name`'s test split (its default: bfcl's is the
+    paper's),
     the main suite's `eval_categories` taken in turn, with `seal-hub eval`'s protocol."""
     from transformers.integrations.deepspeed import unset_hf_deepspeed_config
 
-    from seal_hub.envs.suite import SuiteError, in_turn, load_suite
+    from seal_hub.envs.builtin import load_suite
+    from seal_hub.envs.suite import SuiteError, in_turn
     from seal_hub.evaluation import EvalProtocol, EvalSpec, ModelRunner, interface_record, run_evaluation
     from seal_hub.interface import InterfaceSnapshot
     from seal_hub.models import end_token_ids, load_policy, place_for_inference
     from seal_hub.models.parser_style import resolve_parser_style
     from seal_hub.rollout import HFBackend, PolicyInfo, RolloutEngine
 
+    main = suite_name == config.eval_suites[0]
     try:
         suite = load_suite(suite_name)
     except SuiteError as exc:
-        if suite_name == "bfcl":
+        if main:  # the suite the arms are compared on must load; an OOD one may miss its extra
             raise
         raise SuiteUnavailable(str(exc)) from None
-    split_file = "paper" if suite_name == "bfcl" else None
-    categories = config.eval_categories if suite_name == config.eval_suites[0] else None
-    tasks = in_turn(suite.select(suite.split_ids("test", split_file)), config.eval_limit, categories)
+    categories = config.eval_categories if main else None
+    tasks = in_turn(suite.select(suite.split_ids("test")), config.eval_limit, categories)
     unset_hf_deepspeed_config()  # training's ZeRO-3 must not partition a model loaded for one process alone
     run_dir = Path(config.output_dir) / subject.folder if subject.trained else None
     if run_dir is not None and not model_args.use_peft and subject.arm is not None:  # a full fine-tune's model
@@ -196,7 +198,7 @@ def evaluate_arm(config: ExperimentConfig, model_args: Any, subject: Subject, su
     spec = EvalSpec(
         suite=suite.name,
         split="test",
-        split_source=split_file or "default",
+        split_source=suite.default_split,
         model={"id": model_id, "revision": None},
         adapter=adapter,
         interface=interface_record(interface, "null"),

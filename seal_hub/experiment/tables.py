@@ -141,8 +141,9 @@ def experiment_tables(config: ExperimentConfig, results: Sequence[ArmResult]) ->
 
     main_suite = config.eval_suites[0]
     lines = seeds_table(results, main_suite)
-    if main_suite == "bfcl":
-        lines += _paper_tables(config, _by_label(results, "bfcl"), paper_numbers(), markdown_table)
+    paper = paper_numbers()
+    if main_suite == paper.suite:  # the paper's numbers name the suite they were measured on
+        lines += _paper_tables(config, _by_label(results, main_suite), paper, markdown_table)
     ood = config.eval_suites[1:]
     if ood:
         grouped = {s: _by_label(results, s) for s in ood}

@@ -177,7 +177,7 @@ def publish_trajectories(
     """Add iteration `iteration`'s rollouts (`Trajectory` records) and diagnosis rows (`diagnosis_rows`)."""
     from datasets import Dataset
 
-    from seal_hub.diagnosis import DIAGNOSIS_FEATURES
+    from seal_hub.diagnosis.records import DIAGNOSIS_FEATURES
     from seal_hub.rollout.records import to_dataset
 
     if not trajectories:
@@ -185,7 +185,7 @@ def publish_trajectories(
     if len(diagnoses) != len(trajectories):
         raise ValueError(
             f"{len(trajectories)} trajectories but {len(diagnoses)} diagnosis rows: give one row per rollout "
-            "(seal_hub.diagnosis.diagnosis_rows)"
+            "(seal_hub.diagnosis.records.diagnosis_rows)"
         )
     registry = registry or get_registry()
     tag = iteration_tag(iteration)

@@ -26,6 +26,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from seal_hub.envs.suite import SuiteCard
 from seal_hub.hub.registry import RepoType
 
 TEMPLATES = "card_templates"  # the templates' folder in this package
@@ -147,12 +148,14 @@ def _seal_metadata(links: Sequence[Link], derived_from: Sequence[Any] = (), **ex
     return data
 
 
-SINGLE_TURN_DATASETS = ("bfcl-single",)
-
-
 def task_name(dataset_type: str) -> str:
-    """The model-index task an evaluation dataset measures: single-turn calling or multi-turn tool use."""
-    return "Single-turn tool calling" if dataset_type in SINGLE_TURN_DATASETS else "Multi-turn tool use"
+    """The model-index task an evaluation dataset measures: the task of the built-in suite whose card names that
+    dataset (`Suite.card`), else multi-turn tool use."""
+    from seal_hub.envs.builtin import SUITES, suite_card
+
+    cards = [suite_card(name) for name in SUITES]
+    default = SuiteCard.plain(dataset_type).task_name
+    return next((card.task_name for card in cards if card.dataset_type == dataset_type), default)
 
 
 def adapter_card(

@@ -1,4 +1,4 @@
-"""`seal-hub hub list|show|pull|sync` (the registry from the command line) and `seal-hub interface show|diff`.
+"""`seal-hub hub list|show|pull|sync`: the registry from the command line.
 
 - ``list [WHERE]``: repositories and their versions. WHERE is ``local://`` (the default: the whole local registry),
   ``local://NAMESPACE``, or ``hf://NAMESPACE``.
@@ -6,11 +6,10 @@
 - ``pull REF [--to DIR]``: download a revision and print the folder (copied to DIR when given).
 - ``sync SRC DST``: copy every version, in order, with its tags; SRC and DST are repositories
   (``local://alice/run1-env hf://alice/run1-env``) or namespaces (``local://alice hf://alice``). Safe to repeat.
-- ``interface show PATH_OR_REF`` / ``interface diff A B``: an interface snapshot (a JSON file or a published
-  environment version, ``ns/name-env@v3``) as readable lines, and what changed from A to B.
 
 Handlers return the exit code; `HubError`s (a `ValueError`) reach `seal_hub.cli.main`, which prints them as one
-line with exit code 2. Not covered: deleting repositories or versions.
+line with exit code 2. Not covered: deleting repositories or versions, and `seal-hub interface show|diff`
+(`seal_hub.interface.commands`).
 """
 
 from __future__ import annotations
@@ -133,68 +132,3 @@ def add_hub_commands(commands: argparse._SubParsersAction) -> None:
     sync.add_argument("src", metavar="SRC", help="a repository or a namespace, e.g. local://alice")
     sync.add_argument("dst", metavar="DST", help="the same kind, e.g. hf://alice")
     sync.set_defaults(handler=_sync)
-
-
-def describe_snapshot(snapshot) -> list[str]:
-    """An interface snapshot as readable lines: identity, components, rho, cause."""
-    s, on = snapshot, {True: "on", False: "off"}
-    cues, feedback, guides = s.schema_cues, s.recovery_feedback, s.capability_guidelines
-    names = ("mark_required", "enum_values", "type_hints")
-    settings = ", ".join(f"{name} {on[getattr(cues, name)]}" for name in names)
-    train_only = "yes" if s.train_only else "no"
-    lines = [
-        f"interface {s.version}  parent {s.parent or 'none'}  suite {s.suite}  train-only {train_only}",
-        f"content hash {s.content_hash}",
-        *([f"derived from {s.origin.describe()}, its version {s.origin.version}"] if s.origin else []),
-        f"created {s.created_at}",
-        f"schema cues: {on[cues.enabled]} ({settings})",
-        *([f"  note: {cues.note}"] if cues.note else []),
-        f"recovery feedback: {on[feedback.enabled]}, {len(feedback.hints)} hint(s)",
-        *(f"  hint [{kind}]: {text}" for kind, text in feedback.hints.items()),
-        f"capability guidelines: {on[guides.enabled]}, {len(guides.lines)} line(s)",
-        *(f"  guideline [{line.label}]: {line.text}" for line in guides.lines),
-        "rho:",
-        *(f"  {label:<20} {value:.3f}" for label, value in s.rho.items()),
-    ]
-    if s.cause is None:
-        return [*lines, "cause: none (null interface or made by hand)"]
-    profile = s.cause.profile
-    lines.append(f"cause: failure profile of {profile.rollouts} rollouts, {profile.turns} labelled turns")
-    lines += [
-        f"  {label:<20} count {st.count:>5}  prevalence {st.prevalence:.3f}  mean reward {st.mean_reward:.3f}"
-        for label, st in profile.labels.items()
-    ]
-    return [*lines, *(f"  rule: {rule}" for rule in s.cause.rules)]
-
-
-def _interface_show(args: argparse.Namespace) -> int:
-    from seal_hub.hub.sources import load_snapshot_or_ref
-
-    print("\n".join(describe_snapshot(load_snapshot_or_ref(args.snapshot))))
-    return 0
-
-
-def _interface_diff(args: argparse.Namespace) -> int:
-    from seal_hub.hub.sources import load_snapshot_or_ref
-    from seal_hub.interface import diff
-
-    a, b = load_snapshot_or_ref(args.a), load_snapshot_or_ref(args.b)
-    print(f"--- {args.a} ({a.version}, {a.content_hash[:12]})")
-    print(f"+++ {args.b} ({b.version}, {b.content_hash[:12]})")
-    print("\n".join(diff(a, b)) or "no differences")
-    return 0
-
-
-def add_interface_commands(commands: argparse._SubParsersAction) -> None:
-    """Add the ``interface`` group (show, diff) to `seal-hub`'s subcommands."""
-    interface = commands.add_parser("interface", help="learning-interface snapshots").add_subparsers(
-        dest="interface_command", required=True
-    )
-    ref_help = "a snapshot JSON file, or a published version: ns/name-env@v3 (local:// or hf:// to choose)"
-    show = interface.add_parser("show", help="print a snapshot: version, parent, hash, components, rho, cause")
-    show.add_argument("snapshot", metavar="PATH_OR_REF", help=ref_help)
-    show.set_defaults(handler=_interface_show)
-    compare = interface.add_parser("diff", help="what changed from snapshot A to snapshot B")
-    compare.add_argument("a", metavar="A", help=ref_help)
-    compare.add_argument("b", metavar="B", help=ref_help)
-    compare.set_defaults(handler=_interface_diff)

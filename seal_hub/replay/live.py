@@ -106,7 +106,6 @@ class LiveRunner:
     def stream(self, request: LiveRequest, suite: Any = None) -> Iterator[LiveFrame]:
         """Run `request` on `suite` (default: the runner's), yielding the chat after every model step, then the
         verified episode."""
-        from seal_hub.diagnosis import diagnose
         from seal_hub.models import end_token_ids
         from seal_hub.rollout import HFBackend, PolicyInfo, RolloutConfig, RolloutEngine, SamplingConfig
         from seal_hub.rollout.engine import _Live
@@ -144,7 +143,7 @@ class LiveRunner:
             yield LiveFrame(view.at(view.last_frame), f"step {steps}: {time.perf_counter() - started:.1f} s")
         backend.release(episode.session)
         trajectory = episode.trajectory()
-        diagnosis = diagnose(trajectory, task, suite.name)
+        diagnosis = suite.diagnose(trajectory, task)
         labels = tuple(None if label is None else str(label) for label in diagnosis.labels)
         view = render_episode(trajectory, labels)
         outcome = "passed" if trajectory.passed else "failed"

@@ -170,7 +170,7 @@ class Viewer:
         """The suite a run's episodes come from (its interface snapshots name it): their tools are its tasks'."""
         with self._lock:
             if name not in self._suites:
-                from seal_hub.envs.suite import load_suite
+                from seal_hub.envs.builtin import load_suite
 
                 self._suites[name] = load_suite(name)
             return self._suites[name]

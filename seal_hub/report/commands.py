@@ -1,5 +1,5 @@
-"""`seal-hub report` (report.md and PNG plots from run and evaluation directories) and `seal-hub diagnose`
-(the label table of trajectory files): the two commands that read records and summarise them.
+"""`seal-hub report`: report.md and PNG plots from run and evaluation directories (`seal-hub diagnose`, the label
+table of trajectory files, is `seal_hub.diagnosis.commands`).
 """
 
 from __future__ import annotations
@@ -18,33 +18,6 @@ def _report(args: argparse.Namespace) -> int:
     return 0
 
 
-def _diagnose(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
-    from seal_hub.diagnosis import DEFAULT_RHO, FailureProfile, Label, diagnose
-    from seal_hub.envs.suite import load_suite
-    from seal_hub.rollout import read_trajectories
-
-    root = Path(args.traj_dir)
-    files = sorted(root.rglob("*.parquet")) if root.is_dir() else [root]
-    if not files or not files[0].exists():
-        raise FileNotFoundError(f"no trajectory Parquet files under {root} (seal-hub rollout writes them)")
-    trajectories = [t for path in files for t in read_trajectories(path)]
-    suite = load_suite(args.suite)
-    diagnoses = [diagnose(t, suite.task(t.task_id), suite.name) for t in trajectories]
-    profile = FailureProfile.of(diagnoses)
-    print(f"{len(trajectories)} rollouts, {profile.turns} labelled turns, from {len(files)} file(s)")
-    print(f"{'label':<20} {'turns':>6} {'prevalence':>11} {'mean reward':>12} {'rho':>6}")
-    for label in Label:
-        stats = profile.get(label)
-        rho = DEFAULT_RHO[label]
-        print(f"{label:<20} {stats.count:>6} {stats.prevalence:>11.3f} {stats.mean_reward:>12.3f} {rho:>6.2f}")
-    weights = [d.weight() for d in diagnoses]
-    mean_reward = sum(t.reward for t in trajectories) / len(trajectories)
-    print(f"mean reward {mean_reward:.3f}  mean weight {sum(weights) / len(weights):.3f}")
-    return 0
-
-
 def add_report_commands(commands: argparse._SubParsersAction) -> None:
     report = commands.add_parser("report", help="report.md and PNG plots from training run and evaluation directories")
     report.add_argument(
@@ -58,8 +31,3 @@ def add_report_commands(commands: argparse._SubParsersAction) -> None:
         "--output_dir", default="report", help="directory for report.md and the plots (default: report)"
     )
     report.set_defaults(handler=_report)
-
-    diagnose = commands.add_parser("diagnose", help="label every turn of trajectories and print the failure profile")
-    diagnose.add_argument("traj_dir", help="a directory of trajectory Parquet files (or one file)")
-    diagnose.add_argument("--suite", default="bfcl", help="the suite the trajectories were rolled out on")
-    diagnose.set_defaults(handler=_diagnose)

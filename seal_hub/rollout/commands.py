@@ -16,7 +16,7 @@ def _rollout(args: argparse.Namespace) -> int:
     import time
     from pathlib import Path
 
-    from seal_hub.envs.suite import suite_tasks
+    from seal_hub.envs.builtin import suite_tasks
     from seal_hub.models import end_token_ids, load_for_inference
     from seal_hub.rollout import (
         HFBackend,

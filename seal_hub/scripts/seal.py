@@ -14,7 +14,7 @@ with the package (`seal_hub/scripts/configs/demo_cpu.yaml`, its one copy; flags 
         --config recipes/configs/paper_full_ft.yaml
 
 `--suite bfcl-single` trains on BFCL single-turn instead (one checked answer per question; its training half of
-the shipped half/half split, the other half held out); `seal_hub.training.suites` says which suites can train.
+the shipped half/half split, the other half held out); each suite says whether it can train (`not_trainable`).
 
 Ablations of the paper, same recipe and budget: `--env_adaptation false`, `--reweighting false`,
 `--closed_loop false`; all three false is vanilla GRPO. `--sft_warmup_steps N` first fits the training
@@ -57,7 +57,8 @@ from peft import get_peft_model
 from trl import TrlParser
 
 from seal_hub.envs.bfcl import Split, SplitError
-from seal_hub.envs.suite import Suite, SuiteError, in_turn, load_suite
+from seal_hub.envs.builtin import load_suite, require_trainable, trainable_suites
+from seal_hub.envs.suite import Suite, SuiteError, in_turn
 from seal_hub.evaluation import EvalProtocol
 from seal_hub.hub import HubError, PublishConfig
 from seal_hub.hub.sources import SourceError, attach_adapter, check_base_model, derive_interface, run_sources
@@ -76,7 +77,6 @@ from seal_hub.training.comparison import (
     stage_point,
 )
 from seal_hub.training.held_out import held_out_tasks, write_held_out
-from seal_hub.training.suites import TRAINABLE, training_suite
 from seal_hub.training.warmup import WarmupMismatchError, run_warmup, shared_warmup, warmup_dataset
 
 # the CPU demo, the default without --config (package data, its one copy)
@@ -87,7 +87,7 @@ DEFAULT_CONFIG = Path(str(resources.files("seal_hub.scripts").joinpath("configs"
 class SealScriptArguments:
     suite: str = field(
         default="bfcl",
-        metadata={"help": f"Suite to train on: {', '.join(TRAINABLE)} (seal_hub.training.suites: why no others)."},
+        metadata={"help": f"Suite to train on: {', '.join(trainable_suites())} (each suite says why it cannot)."},
     )
     split_file: str | None = field(
         default=None,
@@ -176,7 +176,7 @@ class SealScriptArguments:
     )
 
     def __post_init__(self) -> None:
-        training_suite(self.suite)  # a suite that cannot train: one line that says why and names those that can
+        require_trainable(self.suite)  # a suite that cannot train: one line that says why and names those that can
 
 
 def task_split(suite: Suite, args: SealScriptArguments) -> Split:

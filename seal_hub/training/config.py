@@ -12,7 +12,7 @@ import torch
 from trl import GRPOConfig
 
 from seal_hub.config_checks import require_at_least_one
-from seal_hub.evolve import INTERFACE_MODES, EvolveSettings
+from seal_hub.interface.evolve import INTERFACE_MODES, EvolveSettings
 from seal_hub.toolcalls import check_parser_style
 from seal_hub.training.groups import DYNAMIC_SAMPLING
 from seal_hub.training.task_sampler import TASK_SAMPLERS

@@ -16,7 +16,7 @@ finds that instance at ``on_train_begin`` (before any epoch begins or rollout ru
 trainer and binds the instance to it, so the next checkpoint records the live state again.
 
 What stays outside `trainer_state.json`: the interface versions themselves (``output_dir/interfaces/vN.json``,
-`seal_hub.snapshot_store`, written as they are made and shared by every checkpoint of a run); the state
+`seal_hub.interface.store`, written as they are made and shared by every checkpoint of a run); the state
 records only which versions existed at its step. Not covered: a checkpoint without this state (not a SEAL
 checkpoint: `seal_hub.run_records.load_state` refuses it).
 """

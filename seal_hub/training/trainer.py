@@ -1,9 +1,9 @@
 """SEAL on TRL: a `GRPOTrainer` whose rollouts come from the multi-turn engine and whose advantages the
 diagnosis reweights, with the learning interface evolving as training goes.
 
-Any trainable suite (`seal_hub.training.suites`: BFCL multi-turn, BFCL single-turn) goes through the same loop:
-its episodes come from the suite, its turns are labelled by its own rules (`seal_hub.diagnosis.diagnose` with the
-suite's name), and the interface's recovery hints evolve only where its tools can fail.
+Any trainable suite (`Suite.not_trainable` is None: BFCL multi-turn, BFCL single-turn) goes through the same loop:
+its episodes come from the suite, its turns are labelled by its own rules (`Suite.diagnose`), and the interface's
+recovery hints evolve only where its tools can fail (`Suite.tool_errors`).
 
 Why `rollout_func` and not `environment_factory`: TRL's environment loop runs one user message per episode
 and calls tools it finds on the environment object, while a BFCL task has several user turns, tools revealed
@@ -68,16 +68,14 @@ from trl.distributed import DistributedBackend
 from trl.models import unwrap_model_for_generation
 
 from seal_hub.console import acknowledge_rollout_func
-from seal_hub.diagnosis import FailureProfile, Label, diagnose
+from seal_hub.diagnosis import FailureProfile, Label
 from seal_hub.envs.bfcl import EpisodeConfig
+from seal_hub.envs.builtin import require_trainable
 from seal_hub.envs.suite import Suite, SuiteTask
-from seal_hub.evolve import (
-    RhoWindow,
-    evolve,
-    evolve_config_for,
-    starting_interface,
-)
 from seal_hub.interface import InterfaceSnapshot
+from seal_hub.interface.evolve import evolve, evolve_config_for, starting_interface
+from seal_hub.interface.rho import RhoWindow
+from seal_hub.interface.store import SnapshotStore
 from seal_hub.kill_points import kill_point
 from seal_hub.models.end_tokens import end_token_ids
 from seal_hub.models.merged import merged_lora
@@ -94,14 +92,12 @@ from seal_hub.run_records import (
     write_iteration,
     write_run_config,
 )
-from seal_hub.snapshot_store import SnapshotStore
 from seal_hub.training.config import SealConfig
 from seal_hub.training.groups import Group, StepPlan, groups_of, plan_step
 from seal_hub.training.held_out import HeldOutResult, HeldOutSettings, evaluate_held_out, write_held_out
 from seal_hub.training.loop_state import LoopStateBinder, SealLoopState, export_loop_state, import_loop_state
 from seal_hub.training.sampler import EpochRepeatSampler, SamplerEpoch
 from seal_hub.training.shared_prompt import shared_prompt_logps, shares_prompts, whole_groups
-from seal_hub.training.suites import training_suite
 from seal_hub.training.task_sampler import TaskSampler
 
 if TYPE_CHECKING:
@@ -197,7 +193,7 @@ class SealTrainer(GRPOTrainer):
         held_out_tasks: list[SuiteTask] | None = None,
         held_out_at_end: bool = True,
     ) -> None:
-        support = training_suite(suite.name)  # a suite that cannot train says why, in one line
+        require_trainable(suite)  # a suite that cannot train says why, in one line
         if not train_tasks:
             raise ValueError(f"train_tasks is empty: give the {suite.name} tasks to train on")
         if args.eval_every_steps and not held_out_tasks:
@@ -214,7 +210,7 @@ class SealTrainer(GRPOTrainer):
         self.interface = interface or starting_interface(suite.name, args.interface_mode, args.env_adaptation)
         self.evolve_config = evolve_config_for(
             args.interface_mode,
-            tool_errors=support.tool_errors,
+            tool_errors=suite.tool_errors,
             closed_loop_rho=args.closed_loop,
             **args.evolve_settings(),
         )
@@ -397,7 +393,7 @@ class SealTrainer(GRPOTrainer):
 
         def run(task_ids: list[str]) -> tuple[list, list]:
             mine = engine.run(self.suite.select(task_ids))
-            found = [diagnose(t, self.suite.task(t.task_id), self.suite.name) for t in mine]
+            found = [self.suite.diagnose(t, self.suite.task(t.task_id)) for t in mine]
             return gather_object(mine), gather_object(found)
 
         local = len(prompts)

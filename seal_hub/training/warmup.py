@@ -2,15 +2,11 @@
 
 Reinforcement learning needs some rollouts to succeed before GRPO has an advantage to follow; a 135M model
 never emits a well-formed call on its own. The warm-up turns each training task's reference answer into a
-conversation, per suite (`CONVERSATIONS`, a plain dict by suite name):
-
-- bfcl: the ground truth replayed through the environment: per turn, the user's message, one assistant message
-  with the ground-truth calls, the real tool results (rendered through the same learning interface), and a short
-  closing reply; a turn whose ground truth makes no call gets an abstention reply instead;
-- bfcl-single: the question and one assistant message with the answer key's calls (`key_calls`: each argument's
-  first accepted value); an irrelevance question gets the abstention reply. Only answers the suite's own checker
-  passes are taught: live_relevance (no key: any call passes, so there is nothing right to teach) and BFCL's few
-  defective keys are left out.
+conversation. The suite says what is taught (`Suite.warmup_script`, `seal_hub.envs.reference`: a fresh episode and
+the replies a perfect agent gives in it); this module plays the replies through the episode, so tool results are
+real, and renders the conversation. BFCL multi-turn teaches each turn's ground-truth calls with a short closing
+reply (an abstention where the turn makes no call); BFCL single-turn the answer key's calls (an abstention for an
+irrelevance question), only where its own checker passes them.
 
 What is taught is what the rollouts show and the parser reads: the first prompt is the engine's
 (`first_messages`: the interface's system prompt and tools), each model message is the engine's
@@ -38,8 +34,6 @@ from typing import Any
 
 from datasets import Dataset
 
-from seal_hub.envs.bfcl import BfclSuite, EpisodeConfig, Task
-from seal_hub.envs.protocol import Action
 from seal_hub.envs.suite import Suite, SuiteTask
 from seal_hub.interface import InterfaceSnapshot
 from seal_hub.models.end_tokens import template_end_of_turn
@@ -51,61 +45,39 @@ from seal_hub.rollout.engine import (
     observation_messages,
 )
 
-CLOSING = "Done."
-ABSTAIN = (
-    "I can't do that with the tools I have, or I'm missing something I need: could you give me the missing "
-    "details, or tell me what to do instead?"
-)
 Conversation = dict[str, Any]  # {"messages": chat messages, "tools": the tools shown}
 
 
-def ground_truth_conversation(suite: BfclSuite, task: Task, interface: InterfaceSnapshot) -> Conversation:
-    """One multi-turn task's ground truth as a chat conversation, with real tool outputs."""
-    episode = suite.episode(task, EpisodeConfig(allow_hidden_tools=True))
+def warmup_conversation(suite: Suite, task: SuiteTask, interface: InterfaceSnapshot) -> Conversation | None:
+    """One task's reference conversation: the suite's script (`Suite.warmup_script`) played through its episode
+    and rendered as the rollout engine renders it; None where the suite has nothing to teach for the task (or a
+    script that must pass did not)."""
+    script = suite.warmup_script(task)
+    if script is None:
+        return None
+    episode = script.episode
     messages, tools = first_messages(interface, episode.reset())
-    with episode:
-        for calls in task.ground_truth:
-            if calls:
-                messages.append(assistant_message(Action(tool_calls=calls)))
-                observation = episode.step(Action(tool_calls=calls)).observation
-                messages += observation_messages(interface, tools, observation)
-            reply = Action(content=CLOSING if calls else ABSTAIN)
+    reward = None
+    try:
+        for reply in script.replies:
             messages.append(assistant_message(reply))
             step = episode.step(reply)
+            reward = step.reward
             if not step.done:
                 messages += observation_messages(interface, tools, step.observation)
-    return {"messages": messages, "tools": tools}
-
-
-def answer_key_conversation(suite: Suite, task: Any, interface: InterfaceSnapshot) -> Conversation | None:
-    """One single-turn question and its answer key's calls (an abstention where no call belongs); None where
-    there is no key to teach or the checker refuses the key."""
-    if task.expects_calls and task.possible_answer is None:
+    finally:
+        episode.close()
+    if script.must_pass and reward != 1.0:
         return None
-    episode = suite.episode(task)
-    messages, tools = first_messages(interface, episode.reset())
-    [actions] = suite.oracle_steps(task)
-    answer = actions[0] if actions else Action(content=ABSTAIN)
-    passed = episode.step(answer).reward == 1.0
-    episode.close()
-    return {"messages": [*messages, assistant_message(answer)], "tools": tools} if passed else None
-
-
-CONVERSATIONS: dict[str, Callable[[Any, Any, InterfaceSnapshot], Conversation | None]] = {
-    "bfcl": ground_truth_conversation,
-    "bfcl-single": answer_key_conversation,
-}
+    return {"messages": messages, "tools": tools}
 
 
 def warmup_conversations(
     suite: Suite, tasks: Sequence[SuiteTask], interface: InterfaceSnapshot | None = None
 ) -> list[Conversation]:
     """The reference answers of `tasks` as conversations (tasks with nothing to teach are left out)."""
-    build = CONVERSATIONS.get(suite.name)
-    if build is None:
-        raise ValueError(f"no SFT warm-up for suite {suite.name!r}; suites with one: {', '.join(CONVERSATIONS)}")
     interface = interface or InterfaceSnapshot.null(suite.name)
-    return [c for c in (build(suite, task, interface) for task in tasks) if c is not None]
+    return [c for c in (warmup_conversation(suite, task, interface) for task in tasks) if c is not None]
 
 
 def conversation_tokens(tokenizer, conversation: Conversation) -> dict[str, list[int]]:

@@ -5,9 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from helpers.profiles import PROFILE
-from seal_hub.diagnosis import Label, RolloutDiagnosis, diagnosis_rows
-from seal_hub.evolve import evolve
+from seal_hub.diagnosis import Label, RolloutDiagnosis
+from seal_hub.diagnosis.records import diagnosis_rows
 from seal_hub.interface import InterfaceSnapshot
+from seal_hub.interface.evolve import evolve
 from seal_hub.rollout.records import MessageRecord, Trajectory, TurnRecord, VerdictRecord
 
 

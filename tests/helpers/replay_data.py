@@ -12,9 +12,9 @@ import json
 from pathlib import Path
 
 from helpers.scripted import ScriptedBackend
-from seal_hub.diagnosis import diagnose, diagnosis_rows
-from seal_hub.evolve import evolve
+from seal_hub.diagnosis.records import diagnosis_rows
 from seal_hub.interface import InterfaceSnapshot
+from seal_hub.interface.evolve import evolve
 from seal_hub.rollout import PolicyInfo, RolloutConfig, RolloutEngine, write_trajectories
 from seal_hub.rollout.backend import SamplingConfig
 
@@ -57,7 +57,7 @@ def scripted_episodes(suite, tokenizer, interface: InterfaceSnapshot, mistakes: 
         ScriptedBackend(tokenizer, script), tokenizer, suite, config, PolicyInfo("tiny"), interface=interface
     )
     trajectories = engine.run(suite.select(tasks))
-    rows = diagnosis_rows(trajectories, [diagnose(t, suite.task(t.task_id)) for t in trajectories])
+    rows = diagnosis_rows(trajectories, [suite.diagnose(t, suite.task(t.task_id)) for t in trajectories])
     return trajectories, rows
 
 
@@ -86,7 +86,7 @@ def write_evaluation(folder: Path, suite, tokenizer) -> tuple[list, list]:
     """An evaluation directory: trajectories.parquet and diagnoses.parquet, null interface, with mistakes."""
     from datasets import Dataset
 
-    from seal_hub.diagnosis import DIAGNOSIS_FEATURES
+    from seal_hub.diagnosis.records import DIAGNOSIS_FEATURES
 
     trajectories, rows = scripted_episodes(suite, tokenizer, InterfaceSnapshot.null(), True)
     folder.mkdir(parents=True, exist_ok=True)

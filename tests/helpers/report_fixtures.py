@@ -13,7 +13,8 @@ from pathlib import Path
 
 from datasets import Dataset
 
-from seal_hub.diagnosis import DEFAULT_RHO, DIAGNOSIS_FEATURES, Label
+from seal_hub.diagnosis import DEFAULT_RHO, Label
+from seal_hub.diagnosis.records import DIAGNOSIS_FEATURES
 from seal_hub.interface import CapabilityGuidelines, Guideline, InterfaceSnapshot, SchemaCues
 
 CATEGORIES = ("base", "miss_func", "miss_param", "long_context")

@@ -3,8 +3,8 @@ the rollout engine and the diagnosis would make of it (test_diagnosis, scripts/p
 
 from __future__ import annotations
 
-from seal_hub.diagnosis import label_turn
 from seal_hub.envs.bfcl import EpisodeConfig
+from seal_hub.envs.bfcl.labels import label_turn
 from seal_hub.envs.protocol import Action
 from seal_hub.rollout.records import CallRecord, ParseErrorRecord, ResultRecord, StepRecord, TurnRecord, VerdictRecord
 

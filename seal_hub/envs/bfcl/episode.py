@@ -21,7 +21,7 @@ episode ends force-terminated unless that was the last turn, which is then verif
 only fails an entry whose list of turns is short). The two differ only on a last turn. `max_steps_per_episode`
 is the SEAL paper's training budget instead: every model step counts (calling or turn-ending), and once the
 episode has taken that many without finishing it is cut (force-terminated, reward 0; the turns it did not
-verify are labelled by `seal_hub.diagnosis`).
+verify are labelled by `seal_hub.envs.bfcl.labels`).
 
 Not covered: turning model text into calls (`seal_hub.toolcalls`) or what the agent is shown beyond the
 task's own messages and tools (`seal_hub.interface`).

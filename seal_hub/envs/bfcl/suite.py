@@ -5,19 +5,31 @@ ground-truth turn), computed the first time an episode of that task needs it and
 rollout of the task. That memo is the only thing episodes share, and they only read it; all mutable state
 (API instances, outputs, verdicts) lives on each `Episode`.
 
+The suite trains: its turns are labelled by `labels.py`, its warm-up replays each task's ground truth (the calls of
+every turn, then a closing reply, or an abstention where the turn makes no call), its tools execute and can fail,
+its default split is the paper's, and cards name it BFCL v3 multi-turn.
+
 Not covered: the agent's side of the conversation (`seal_hub.rollout`).
 """
 
 from __future__ import annotations
 
 import threading
+from typing import TYPE_CHECKING
 
-from seal_hub.envs.bfcl.episode import Episode
+from seal_hub.envs.bfcl.episode import Episode, EpisodeConfig
+from seal_hub.envs.bfcl.labels import diagnose_multi_turn
 from seal_hub.envs.bfcl.tasks import CATEGORIES, Category, Task, load_tasks
 from seal_hub.envs.bfcl.verifier import GroundTruthTrace
 from seal_hub.envs.episode import EpisodeSettings
 from seal_hub.envs.protocol import Action
+from seal_hub.envs.reference import ABSTAIN, CLOSING, WarmupScript
+from seal_hub.envs.suite import SuiteCard
 from seal_hub.envs.task_table import TaskTable
+
+if TYPE_CHECKING:
+    from seal_hub.diagnosis import RolloutDiagnosis
+    from seal_hub.rollout.records import Trajectory
 
 
 class BfclSuite(TaskTable):
@@ -25,6 +37,11 @@ class BfclSuite(TaskTable):
 
     name = "bfcl"
     categories: tuple[str, ...] = CATEGORIES
+    default_split = "paper"
+    turn_labels = True
+    tool_errors = True
+    not_trainable = None
+    card = SuiteCard("bfcl_v3_multi_turn", "BFCL v3 multi-turn")
 
     def __init__(self, tasks: dict[str, Task] | None = None, categories: tuple[Category, ...] = CATEGORIES) -> None:
         self.tasks: dict[str, Task] = tasks if tasks is not None else load_tasks(categories)
@@ -58,3 +75,17 @@ class BfclSuite(TaskTable):
         """A new, isolated episode of `task` (call `reset()` to start it)."""
         task = self.task(task) if isinstance(task, str) else task
         return Episode(task, self.ground_truth(task), config)
+
+    def diagnose(self, trajectory: Trajectory, task: Task) -> RolloutDiagnosis:
+        """One label per user turn of the task (`seal_hub.envs.bfcl.labels`)."""
+        return diagnose_multi_turn(trajectory, task)
+
+    def warmup_script(self, task: Task) -> WarmupScript:
+        """The ground truth to teach: per turn its calls (hidden tools allowed, as in the ground truth), then a
+        closing reply, or the abstention where the turn makes no call."""
+        replies: list[Action] = []
+        for calls in task.ground_truth:
+            if calls:
+                replies.append(Action(tool_calls=calls))
+            replies.append(Action(content=CLOSING if calls else ABSTAIN))
+        return WarmupScript(self.episode(task, EpisodeConfig(allow_hidden_tools=True)), tuple(replies))

@@ -4,7 +4,9 @@ Categories are the backends (`memory_kv`, `memory_rec_sum`, `memory_vector`); id
 oracle is a script (`oracle.py`): no gold write sequence exists. Its per-scenario dry runs are built on first
 use and kept (one small memory per backend and scenario).
 
-Not covered: training on these tasks (evaluation only; every split is a test split).
+It cannot train (`not_trainable`): its prerequisite turns pass by construction and only the final answer is
+scored, so a failure profile would be mostly `pass` with one unexplained miss (no turn labels); its chains run to
+~25k tokens; and it is the paper's out-of-distribution test. Every split is a test split.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from seal_hub.envs.bfcl_memory.episode import MemoryEpisode
 from seal_hub.envs.bfcl_memory.oracle import MemoryOracle
 from seal_hub.envs.bfcl_memory.tasks import BACKENDS, MemoryTask, load_tasks
 from seal_hub.envs.protocol import Action
+from seal_hub.envs.suite import SuiteCard
 from seal_hub.envs.task_table import TaskTable
 
 
@@ -22,6 +25,12 @@ class BfclMemorySuite(TaskTable):
     """BFCL v4 memory: tasks by id, isolated episodes, the scripted oracle."""
 
     name = "bfcl-memory"
+    tool_errors = True
+    not_trainable = (
+        "only its final answer is scored (the prerequisite turns pass by construction), so its turns "
+        "do not map to the failure labels, and its tasks are an out-of-distribution test set"
+    )
+    card = SuiteCard.plain("bfcl-memory")
 
     def __init__(self, tasks: dict[str, MemoryTask] | None = None, backends: tuple[str, ...] = BACKENDS) -> None:
         self.tasks: dict[str, MemoryTask] = tasks if tasks is not None else load_tasks(backends)

@@ -9,14 +9,19 @@ Splits: `train` and `test` are the shipped half split (`splits.py`: half of ever
 is every task, a category name is all of that category; `split_file` takes a split JSON by path, or
 'stratified' for the same kind of split made with another seed.
 
+The suite trains: its one turn is labelled by `labels.py`; its warm-up teaches the answer key's calls (an
+abstention where no call belongs), only where the checker passes them; its answers never run, so there are no tool
+errors (and no recovery hints); cards call it single-turn tool calling.
+
 Not covered: executing answers (they are checked, never run: `checker.py`).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from seal_hub.envs.bfcl_single.episode import SingleEpisode
+from seal_hub.envs.bfcl_single.labels import diagnose_answer
 from seal_hub.envs.bfcl_single.splits import PACKAGED, fraction_split, packaged_split
 from seal_hub.envs.bfcl_single.tasks import (
     ABSTAIN_CATEGORIES,
@@ -26,8 +31,13 @@ from seal_hub.envs.bfcl_single.tasks import (
     load_tasks,
 )
 from seal_hub.envs.protocol import Action, ToolCall
-from seal_hub.envs.suite import SuiteError
+from seal_hub.envs.reference import ABSTAIN, WarmupScript
+from seal_hub.envs.suite import SuiteCard, SuiteError
 from seal_hub.envs.task_table import WHOLE_SPLITS, TaskTable
+
+if TYPE_CHECKING:
+    from seal_hub.diagnosis import RolloutDiagnosis
+    from seal_hub.rollout.records import Trajectory
 
 _PLACEHOLDER = {"string": "example", "integer": 1, "float": 1.0, "number": 1.0, "boolean": True}
 
@@ -80,6 +90,10 @@ class BfclSingleSuite(TaskTable):
 
     name = "bfcl-single"
     categories: tuple[str, ...] = CATEGORIES
+    turn_labels = True
+    tool_errors = False  # answers are checked, never run
+    not_trainable = None
+    card = SuiteCard("bfcl-single", "bfcl-single", "Single-turn tool calling")
 
     def __init__(self, tasks: dict[str, SingleTask] | None = None, categories: tuple[str, ...] = CATEGORIES) -> None:
         self.tasks: dict[str, SingleTask] = tasks if tasks is not None else load_tasks(categories)
@@ -114,3 +128,16 @@ class BfclSingleSuite(TaskTable):
         """A new episode of `task`; `config` (the multi-turn suite's episode settings) does not apply here."""
         task = self.task(task) if isinstance(task, str) else task
         return SingleEpisode(task, config)
+
+    def diagnose(self, trajectory: Trajectory, task: SingleTask) -> RolloutDiagnosis:
+        """The one turn's label (`seal_hub.envs.bfcl_single.labels`)."""
+        return diagnose_answer(trajectory, task)
+
+    def warmup_script(self, task: SingleTask) -> WarmupScript | None:
+        """The answer key's calls (the abstention where no call belongs), kept only if the checker passes them;
+        None where there is no key to teach (live_relevance: any call passes)."""
+        if task.expects_calls and task.possible_answer is None:
+            return None
+        [actions] = self.oracle_steps(task)
+        answer = actions[0] if actions else Action(content=ABSTAIN)
+        return WarmupScript(self.episode(task), (answer,), must_pass=True)

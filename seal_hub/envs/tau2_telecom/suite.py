@@ -5,6 +5,10 @@ Splits: `test` and `all` are tau2's `base` set (114 tasks, the benchmark); `tau2
 is its tasks; a split file picks ids by hand. The oracle replays each task's gold actions (tau2's
 `evaluation_criteria.actions`, agent and phone actions alike, in order) and then stops.
 
+It cannot train (`not_trainable`): its verdict is one end-of-episode check by tau2's evaluator (reward only, no
+expected calls per turn to label a turn by), and its 114 tasks are the paper's out-of-distribution test, with no
+train split.
+
 Importing this module needs no tau2; building the suite does (`require_tau2` says how to install it).
 """
 
@@ -13,7 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from seal_hub.envs.protocol import Action, ToolCall
-from seal_hub.envs.suite import SuiteError
+from seal_hub.envs.suite import SuiteCard, SuiteError
 from seal_hub.envs.task_table import TaskTable
 from seal_hub.envs.tau2_telecom.episode import STOP_TOOL, TelecomEpisode
 from seal_hub.envs.tau2_telecom.tasks import DEFAULT_SPLIT, TelecomTask, load_tasks, telecom_splits
@@ -25,6 +29,12 @@ class Tau2TelecomSuite(TaskTable):
     """tau2-bench telecom, solo: tasks by id, isolated episodes, the gold-action oracle."""
 
     name = "tau2-telecom"
+    tool_errors = True
+    not_trainable = (
+        "its verdict is one end-of-episode check with no expected calls per turn to label, and its "
+        "tasks are an out-of-distribution test set with no train split"
+    )
+    card = SuiteCard.plain("tau2-telecom")
 
     def __init__(self, tasks: dict[str, TelecomTask] | None = None) -> None:
         self.tasks: dict[str, TelecomTask] = tasks if tasks is not None else load_tasks(DEFAULT_SPLIT)

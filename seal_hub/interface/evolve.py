@@ -1,4 +1,4 @@
-"""Interface evolution and the closed-loop rho update: the two uses of a failure profile.
+"""Interface evolution: the next learning-interface version from a failure profile, and the rules' settings.
 
 `evolve(parent, profile, config)` makes the next learning-interface snapshot from the recent failure profile
 (docs/method.md): schema cues on, a recovery hint per error kind, and a capability guideline for each
@@ -8,34 +8,27 @@ the same parent and profile give the same content hash (timestamps are outside t
 agent will read (system note, hints, guidelines) are written here, once per error kind or label, to tell the
 agent what to do next rather than what went wrong.
 
-`update_rho` is the closed-loop update of the advantage weights, a pure function:
-target(z) = base(z) * (1 + prevalence(z) * (1 - mean_reward(z)) * min(1, count(z) / 32)), clamped to
-[0.5, 2]; rho(z) <- rho(z) + beta * (target(z) - rho(z)), beta = 0.25; `pass` is held at its base, as in
-the paper's released update (moving it like a failure label would up-weight successful rollouts whenever
-most turns pass but most rollouts fail). Counts and mean rewards are over turn occurrences
-(`FailureProfile`). `RhoWindow` is the trainer's state for it: the diagnoses seen since the last epoch
-boundary, the live rho, `step()` every training step and `reset()` every epoch. The released order, which the
-trainer follows: a batch is observed (`step`), rho updated, and then that same batch weighted with the new rho.
-
 Two interface modes (`INTERFACE_MODES`): `released` is the paper's released run, schema cues on from step 0
 (`starting_interface`) and nothing else evolved; `full` is the method as the paper's text describes it, all
 three components turned on and chosen from the diagnosis as training goes (`evolve_config_for`), recovery
 feedback only in suites whose tools run and can fail (not BFCL single-turn, whose answers are only checked).
 
-Not covered: applying the weights to advantages (`seal_hub.training.trainer`, with `RolloutDiagnosis.weight`) and
-publishing snapshots (`seal_hub.hub`).
+`EvolveSettings` holds the thresholds of these rules and of the rho update (`seal_hub.interface.rho`) in one place.
+
+Not covered: the rho update (`seal_hub.interface.rho`), applying the weights to advantages
+(`seal_hub.training.trainer`, with `RolloutDiagnosis.weight`) and publishing snapshots (`seal_hub.hub`).
 """
 
 from __future__ import annotations
 
 import copy
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 
-from seal_hub.diagnosis import DEFAULT_RHO, FAILURE_LABELS, FailureProfile, Label, RolloutDiagnosis
+from seal_hub.diagnosis import FAILURE_LABELS, FailureProfile, Label
 from seal_hub.envs.protocol import ErrorKind
-from seal_hub.interface import (
+from seal_hub.interface.snapshot import (
     MAX_GUIDELINES,
     CapabilityGuidelines,
     Cause,
@@ -319,57 +312,3 @@ def evolve(
         cause=Cause.of(profile, rules),
         train_only=parent.train_only,
     )
-
-
-def update_rho(
-    rho: Mapping[Label, float], base: Mapping[Label, float], profile: FailureProfile, config: EvolveConfig
-) -> dict[Label, float]:
-    """One closed-loop step for every label of `rho` (pure: returns a new table). Absent labels aim at base;
-    `pass` stays at its base."""
-    missing = [str(label) for label in rho if label not in base]
-    if missing:
-        raise ValueError(f"base has no weight for {', '.join(missing)}; give base the same labels as rho")
-    updated = {}
-    for label, current in rho.items():
-        if label == Label.PASS:
-            updated[label] = base[label]
-            continue
-        stats = profile.get(label)
-        evidence = min(1.0, stats.count / config.rho_count_scale)
-        target = base[label] * (1.0 + stats.prevalence * (1.0 - stats.mean_reward) * evidence)
-        target = min(config.rho_max, max(config.rho_min, target))
-        updated[label] = current + config.rho_beta * (target - current)
-    return updated
-
-
-@dataclass
-class RhoWindow:
-    """The trainer's rho state: diagnoses since the last epoch boundary and the live table.
-
-    `step(diagnoses)` adds a step's diagnoses to the window and (when `config.closed_loop_rho`) moves rho one
-    EMA step toward the window's targets; `reset()` starts a new epoch's window and keeps rho.
-    """
-
-    config: EvolveConfig = field(default_factory=EvolveConfig)
-    base: dict[Label, float] = field(default_factory=lambda: dict(DEFAULT_RHO))
-    rho: dict[Label, float] = field(default_factory=dict)
-    diagnoses: list[RolloutDiagnosis] = field(default_factory=list)
-
-    def __post_init__(self) -> None:
-        if not self.rho:
-            self.rho = dict(self.base)
-
-    def add(self, diagnoses: Iterable[RolloutDiagnosis]) -> None:
-        self.diagnoses.extend(diagnoses)
-
-    def profile(self) -> FailureProfile:
-        return FailureProfile.of(self.diagnoses)
-
-    def step(self, diagnoses: Iterable[RolloutDiagnosis]) -> dict[Label, float]:
-        self.add(diagnoses)
-        if self.config.closed_loop_rho:
-            self.rho = update_rho(self.rho, self.base, self.profile(), self.config)
-        return dict(self.rho)
-
-    def reset(self) -> None:
-        self.diagnoses = []

@@ -3,7 +3,7 @@
 The store keeps the lineage honest: a snapshot goes in only if its parent is already there (the null
 interface, with no parent, always may), a stored version is immutable (putting the same content again is a
 no-op, other content under the same version is refused), and every read validates the file (JSON, labels,
-content hash, parent known, version matching the file name) through `seal_hub.interface.load_snapshot`.
+content hash, parent known, version matching the file name) through `seal_hub.interface.snapshot.load_snapshot`.
 Writes are atomic (`InterfaceSnapshot.save`). `lineage` walks a snapshot's parents, root first.
 
 Not covered: the Hugging Face Hub registry and `repo@version` references (`seal_hub.hub`), and concurrent
@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from seal_hub.interface import InterfaceError, InterfaceSnapshot, load_snapshot
+from seal_hub.interface.snapshot import InterfaceError, InterfaceSnapshot, load_snapshot
 
 
 def _version_key(version: str) -> tuple[int, int, str]:

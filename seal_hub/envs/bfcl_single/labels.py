@@ -1,8 +1,8 @@
 """Turn labels for BFCL single-turn (`bfcl-single`): one answer per question, checked and never executed.
 
-Same labels and rho as the multi-turn suite (`seal_hub.diagnosis`); deterministic rules over the one answer (its
-parsed calls and parse errors, from the trajectory), the offered function docs and the answer key (from the task),
-and the checker's verdict. The first rule that applies:
+Same labels and rho as the multi-turn suite (`seal_hub.diagnosis`; its rules: `seal_hub.envs.bfcl.labels`);
+deterministic rules over the one answer (its parsed calls and parse errors, from the trajectory), the offered
+function docs and the answer key (from the task), and the checker's verdict. The first rule that applies:
 
 - irrelevance categories (no call belongs): `correct_abstention` when the verdict passed (nothing decoded to a
   call), else `spurious_tool_call`;
