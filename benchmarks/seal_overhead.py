@@ -57,7 +57,7 @@ from seal_hub.training import SealConfig, SealTrainer  # noqa: E402
 # SEAL's bookkeeping inside a step: (owner, attribute, component). Module functions are wrapped where the
 # trainer looks them up; methods on their class.
 BOOKKEEPING = (
-    (trainer_module, "diagnose", "diagnosis"),
+    (BfclSuite, "diagnose", "diagnosis"),  # the suite labels its own rollouts
     (trainer_module, "gather_object", "gathering"),
     (RhoWindow, "step", "rho update"),
     (RolloutDiagnosis, "weight", "rollout weights"),
