@@ -38,8 +38,8 @@ budget) count against the run as a failed one does: exit status 1. It prints one
 is always ``gpu check: K of M parts passed`` (a skipped part is not a passed one, with or without `--require`).
 
 On a lent GPU machine that lacks TRL, datasets, bfcl-eval or bitsandbytes, `benchmarks/gpu_bundle.py` carries
-them as wheels and `benchmarks/gpu_run.sh` installs them and runs this check with `--require` (README, "The GPU
-check on a lent GPU machine"). The check runs under that machine's transformers 5.17 as under 5.23: the one API
+them as wheels and `benchmarks/gpu_run.sh` installs them and runs this check with `--require` (docs/benchmarks.md, "The
+GPU check on a lent GPU machine"). The check runs under that machine's transformers 5.17 as under 5.23: the one API
 it calls that differs is the models' checkpointing switch, looked up under both names in `lora_step`.
 
 Not covered: colocated vLLM generation, TRL's weight transfer into a server, multi-GPU, the Qwen tokenizer,

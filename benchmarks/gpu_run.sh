@@ -4,9 +4,9 @@
 #      installs them, offline, into a fresh venv that sees the machine's own torch, transformers, peft, ...;
 #   2. benchmarks/gpu_check.py --require runs in that venv, its --time-budget what is left of the 9 minutes after
 #      the install, less a minute for the part still running when it runs out.
-# Run from the checkout's root: `bash benchmarks/gpu_run.sh`; the README's "The GPU check on a lent GPU machine"
-# gives the exact calls. Its last line is the check's `gpu check: K of M parts passed`; exit status 0 only when
-# every part passed, 3 when the bundle is incomplete, damaged or built from other seal_hub sources than this
+# Run from the checkout's root: `bash benchmarks/gpu_run.sh`; docs/benchmarks.md, "The GPU check on a lent GPU
+# machine", gives the exact calls. Its last line is the check's `gpu check: K of M parts passed`; exit status 0
+# only when every part passed, 3 when the bundle is incomplete, damaged or built from other seal_hub sources than this
 # checkout (one line says what to do).
 # Settings: GPU_PYTHON (the machine's python3), GPU_VENV (/tmp/seal-gpu-check), GPU_BUNDLE (gpu-bundle),
 # GPU_SECONDS (540: the whole run's budget). Arguments are passed on to gpu_check.py (for example --models Qwen2.5-3B).

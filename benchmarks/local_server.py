@@ -1,9 +1,9 @@
 """Start a `vllm serve` on loopback and stop it: what the server-mode tests, the GPU check and the rollout
 benchmark share.
 
-Production never starts its server from here (users run `vllm serve` on their own GPUs or node: README, "vLLM server
-mode"); a check does, from whichever Python has vLLM: this one where vLLM is installed, else the one named by
-`SEAL_VLLM_PYTHON` (for example the CPU build's own virtualenv, `recipes/install/vllm-cpu-server.sh`, since
+Production never starts its server from here (users run `vllm serve` on their own GPUs or node: docs/scale-out.md,
+"vLLM server mode"); a check does, from whichever Python has vLLM: this one where vLLM is installed, else the one
+named by `SEAL_VLLM_PYTHON` (for example the CPU build's own virtualenv, `recipes/install/vllm-cpu-server.sh`, since
 vllm-cpu bounds transformers below the project's pin). The server runs in a process group of its own, so stopping
 it also stops the engine processes it forks; its output goes to a log file whose path every error names.
 

@@ -8,7 +8,8 @@ the modules that are no scripts (imported by the scripts and the tests) in `MODU
 PyPI, so here only its options parse (`HELP_ONLY`). A new file in benchmarks/ that is in none of these fails
 `test_every_benchmark_file_is_smoke_run_or_named`.
 
-Not covered: the real runs (minutes to hours; run them by hand, their figures are in the README) and the GPU runs.
+Not covered: the real runs (minutes to hours; run them by hand, their figures are in docs/benchmarks.md) and the GPU
+runs.
 """
 
 from __future__ import annotations

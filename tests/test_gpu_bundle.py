@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 BENCHMARKS = ROOT / "benchmarks"
 MIB = 1 << 20
 PYTHON = f"{sys.version_info.major}.{sys.version_info.minor}"
-# the lent machine's base, as tests/test_gpu_check.py and the README name it (peft at pyproject.toml's pin)
+# the lent machine's base, as tests/test_gpu_check.py and docs/benchmarks.md name it (peft at pyproject.toml's pin)
 BASE = ["torch==2.13.0", "transformers==5.17.0", "peft==0.21.2", "accelerate==1.15.0", "huggingface_hub==1.33.0"]
 
 

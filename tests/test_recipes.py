@@ -231,15 +231,15 @@ def test_server_mode_leaves_the_servers_parallelism_to_the_server(tmp_path):
     assert config.vllm_mode == "server"
 
 
-def test_the_readmes_four_plus_four_gpu_server_command_parses_into_server_mode(tmp_path, monkeypatch):
-    """README, "vLLM server mode": paper_full_ft.yaml with generation moved to a server on other GPUs."""
+def test_the_docs_four_plus_four_gpu_server_command_parses_into_server_mode(tmp_path, monkeypatch):
+    """docs/scale-out.md, "vLLM server mode": paper_full_ft.yaml with generation moved to a server on other GPUs."""
     flags = ["--vllm_mode", "server", "--vllm_server_host", "127.0.0.1", "--vllm_server_port", "8000"]
     paper = ROOT / "recipes" / "configs" / "paper_full_ft.yaml"
     parsed = parse(paper, "--output_dir", str(tmp_path), *flags, gpu=True, monkeypatch=monkeypatch)
     config = next(p for p in parsed if hasattr(p, "vllm_mode"))
     assert (config.use_vllm, config.vllm_mode, config.vllm_server_host) == (True, "server", "127.0.0.1")
     assert config.gradient_accumulation_steps == 16 and config.generation_batch_size == 256
-    assert "--vllm_mode server --vllm_server_host 127.0.0.1" in (ROOT / "README.md").read_text()
+    assert "--vllm_mode server --vllm_server_host 127.0.0.1" in (ROOT / "docs" / "scale-out.md").read_text()
 
 
 def test_fewer_training_tasks_than_one_generation_batch_draws_is_refused_with_the_numbers(tmp_path):

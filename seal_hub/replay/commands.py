@@ -66,7 +66,7 @@ def add_space_commands(commands: argparse._SubParsersAction) -> None:
     space.add_argument("--run", default=None, help="NS/RUN (local registry), hf://NS/RUN, or a directory")
     space.add_argument("--revision", default=None, help="the run's revision (default: main)")
     space.add_argument("--port", type=int, default=None, help="port to serve on (default: Gradio's, 7860)")
-    space.add_argument("--public", action="store_true", help="deployed mode, as on a Hub Space (see the README)")
+    space.add_argument("--public", action="store_true", help="deployed mode, as on a Hub Space (see docs/space.md)")
     space.add_argument("--allow_run", action="append", metavar="NS[/RUN]", help="--public: runs visitors may open")
     space.set_defaults(handler=_serve)
     actions = space.add_subparsers(dest="space_command")

@@ -1,4 +1,4 @@
-"""The README's layout tree names every module of the package, at its place in the tree."""
+"""The layout tree of docs/layout.md names every module of the package, at its place in the tree."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def layout_paths(readme: str) -> set[str]:
-    """Paths of the `seal_hub/` tree in the README's Layout block: entries by indentation, two spaces a level."""
-    block = readme.split("## Layout\n", 1)[1].split("```", 2)[1]
+def layout_paths(page: str) -> set[str]:
+    """Paths of the `seal_hub/` tree in a page's Layout block: entries by indentation, two spaces a level."""
+    block = page.split("## Layout\n", 1)[1].split("```", 2)[1]
     paths: set[str] = set()
     stack: list[str] = []
     inside = False
@@ -31,20 +31,20 @@ def layout_paths(readme: str) -> set[str]:
     return paths
 
 
-def test_every_module_of_the_package_appears_in_the_readme_layout():
-    shown = layout_paths((ROOT / "README.md").read_text("utf-8"))
+def test_every_module_of_the_package_appears_in_the_layout_page():
+    shown = layout_paths((ROOT / "docs" / "layout.md").read_text("utf-8"))
     modules = {
         p.relative_to(ROOT).as_posix()
         for p in (ROOT / "seal_hub").rglob("*.py")
         if p.name != "__init__.py" or p.parent.name == "seal_hub"
     }
-    assert modules - shown == set(), "modules missing from the README's Layout tree"
+    assert modules - shown == set(), "modules missing from the Layout tree of docs/layout.md"
     stale = {p for p in shown if p.endswith(".py")} - modules
-    assert stale == set(), "README's Layout tree names modules that do not exist"
+    assert stale == set(), "the Layout tree of docs/layout.md names modules that do not exist"
 
 
 def test_the_parser_places_entries_by_indentation():
-    readme = (
+    page = (
         "## Layout\n\n```\nseal_hub/\n  a.py   x\n  pkg/   y\n    b.py  z\n           more text\n  c.py\ntests/\n```\n"
     )
-    assert layout_paths(readme) == {"seal_hub/a.py", "seal_hub/pkg", "seal_hub/pkg/b.py", "seal_hub/c.py"}
+    assert layout_paths(page) == {"seal_hub/a.py", "seal_hub/pkg", "seal_hub/pkg/b.py", "seal_hub/c.py"}
