@@ -371,6 +371,8 @@ def test_a_shared_warm_up_is_trained_once_loaded_after_and_refused_under_other_s
     folder = tmp_path / "warmup" / "seed-0"
     assert shared_warmup(first, folder, settings, train) is False and trained == [True]
     assert json.loads((folder / "warmup.json").read_text()) == settings
+    card = (folder / "README.md").read_text()  # PEFT's card, corrected: the base is a folder of this machine
+    assert str(tiny_dir) not in card and str(tmp_path) not in card
     second = lora_model(1)  # another LoRA initialisation, as another arm's would be
     assert shared_warmup(second, folder, settings, lambda: trained.append(True)) is True and trained == [True]
     expected, loaded = lora_weights(first), lora_weights(second)

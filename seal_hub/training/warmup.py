@@ -20,7 +20,8 @@ to train. Off by default (`sft_warmup_steps=0`).
 `shared_warmup` lets several runs start from one warm-up (the experiment's arms of one seed): the first run
 trains it and saves the adapter with the settings that made it (`warmup.json`) in the shared folder; a later
 run with the same settings loads that adapter instead of training again, and one with other settings is
-refused (it would not start from the same warm-up).
+refused (it would not start from the same warm-up). The card PEFT writes beside the adapter is corrected as a
+training folder's (`seal_hub.hub.cards.correct_training_card`): it names no path of this machine.
 
 Not covered: distilling from a stronger model's trajectories (any tokenized dataset works with `run_warmup`).
 """
@@ -166,6 +167,7 @@ def shared_warmup(
     from safetensors.torch import load_file
 
     from seal_hub.evaluation.store import write_atomic
+    from seal_hub.hub.cards import correct_training_card
 
     folder = Path(folder)
     record = folder / WARMUP_RECORD
@@ -185,6 +187,7 @@ def shared_warmup(
     train()
     if is_main:
         model.save_pretrained(str(folder))
+        correct_training_card(folder, getattr(model.config, "name_or_path", None))  # PEFT's card: no host path
         # written last: a folder without it holds no finished warm-up
         write_atomic(record, json.dumps(settings, indent=2, sort_keys=True) + "\n")
     if barrier is not None:
