@@ -148,6 +148,13 @@ def test_checkpointed_iterations_are_published_with_their_three_artifacts(suite,
     assert tags("demo/tiny-run-trajectories", "dataset") == ["iter-1", "iter-2"]
     environment = tags("demo/tiny-run-env", "dataset")
     assert environment[0] == "v0" and set(environment) <= set(trainer.store.versions())
+    # each version an iteration trained against records what the task sampler was drawing then
+    from seal_hub.hub.registry import Ref
+
+    first = registry.download(Ref("demo/tiny-run-env", "dataset", environment[0]))
+    teaching = json.loads((first / "task_sampler.json").read_text())
+    assert teaching["kind"] == "uniform" and sum(c["tasks"] for c in teaching["categories"].values()) == 2
+    assert "## What it was teaching" in (first / "README.md").read_text()
     assert trainer.publish_pending() == []  # nothing left to publish: repeating is a no-op
 
 

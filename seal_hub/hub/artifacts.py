@@ -58,6 +58,7 @@ GITATTRIBUTES = "".join(
 )
 ITERATION = re.compile(r"^iter-\d+$")
 INTERFACE_FILE = "interface.json"
+TASK_SAMPLER_FILE = "task_sampler.json"  # the task sampler's summary when the version was first trained against
 
 
 def iteration_tag(iteration: int) -> str:
@@ -226,10 +227,15 @@ def publish_interface(
     links: Sequence[Link] = (),
     registry: Registry | None = None,
     sources: Sequence[Any] = (),
+    teaching: Mapping[str, Any] | None = None,
 ) -> Version:
     """Publish an `InterfaceSnapshot` as version `snapshot.version`; its parent must already be in the repo.
 
-    `sources` (`seal_hub.hub.sources.Source` records) name the published artifacts the run started from."""
+    `sources` (`seal_hub.hub.sources.Source` records) name the published artifacts the run started from.
+    `teaching`: the task sampler's summary when the version was first trained against
+    (`seal_hub.training.task_sampler.TaskSampler.summary`), written beside the interface as `TASK_SAMPLER_FILE` and
+    shown on the card: which tasks the environment was drawing, not only how it showed them. It is not part of
+    the interface's content hash (the same interface may teach different tasks in another run)."""
     from seal_hub.interface import diff, load_snapshot
 
     registry = registry or get_registry()
@@ -258,7 +264,11 @@ def publish_interface(
     folder = _staging()
     try:
         snapshot.save(folder / INTERFACE_FILE)
-        card = environment_card(snapshot, repo_id, changes=changes, lineage=lineage, links=links, derived_from=sources)
+        if teaching is not None:
+            _write(folder, TASK_SAMPLER_FILE, json.dumps(teaching, indent=2, sort_keys=True) + "\n")
+        card = environment_card(
+            snapshot, repo_id, changes=changes, lineage=lineage, links=links, derived_from=sources, teaching=teaching
+        )
         _write(folder, "README.md", card)
         _write(folder, ".gitattributes", GITATTRIBUTES)
         parent = snapshot.parent or "none"
@@ -341,6 +351,7 @@ def publish_iteration(
     diagnoses: Sequence[Mapping[str, Any]],
     snapshot: Any,
     adapter_dir: str | Path,
+    teaching: Mapping[str, Any] | None = None,
     base_model: str | None = None,
     results: Sequence[EvalScore] = (),
     registry: Registry | None = None,
@@ -359,7 +370,12 @@ def publish_iteration(
 
     return {
         "environment": publish_interface(
-            repos.environment, snapshot, links=others("environment"), registry=registry, sources=sources
+            repos.environment,
+            snapshot,
+            links=others("environment"),
+            registry=registry,
+            sources=sources,
+            teaching=teaching,
         ),
         "trajectories": publish_trajectories(
             repos.trajectories,

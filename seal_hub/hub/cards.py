@@ -20,7 +20,7 @@ Not covered: writing or pushing the registry's cards (`seal_hub.hub.artifacts`).
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -269,8 +269,10 @@ def environment_card(
     lineage: Sequence[str],
     links: Sequence[Link],
     derived_from: Sequence[Any] = (),
+    teaching: Mapping[str, Any] | None = None,
 ) -> str:
-    """The interface repo's README for `snapshot` (an `InterfaceSnapshot`): changelog from its parent, and cause.
+    """The interface repo's README for `snapshot` (an `InterfaceSnapshot`): changelog from its parent, cause, and
+    (`teaching`, the task sampler's summary) which tasks the environment was drawing when the version trained.
 
     A run that started from a published version names it (its `derived_from` environment source, or the snapshot's
     own `origin`) at the head of the lineage and in the changelog of its first version."""
@@ -322,6 +324,7 @@ def environment_card(
         origin_hash=snapshot.origin.content_hash if snapshot.origin is not None else None,
         source=next((s.describe() for s in derived_from if s.role == "environment"), origin),
         derived_from=list(derived_from),
+        teaching=teaching,
     )
 
 

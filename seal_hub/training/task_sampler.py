@@ -23,7 +23,9 @@ draws the categories in between more often.
 
 The draw is a function of (seed, step, draw index) and the pass-rate table only, and the table is part of the
 checkpointed loop state (`seal_hub.training.loop_state`): a resumed run draws what the uninterrupted run drew.
-`summary()` is what an environment version records of the sampler (what it was teaching when the version was made).
+`summary()` is what an environment version records of the sampler: each iteration's `metrics.json` holds it, and
+a published environment version carries it as `task_sampler.json` and a table on its card, as the first iteration
+that trained against the version left it (what the environment was teaching, beside how it showed the tasks).
 
 Not covered: curricula over task features other than the pass rate (length, tools), and sampling with replacement.
 """

@@ -339,6 +339,7 @@ class SealTrainer(GRPOTrainer):
         self._update_loop()
         if self.accelerator.is_main_process:
             metrics = iteration_metrics(*everyone, rho, interface) | {"groups": plan.metrics()}
+            metrics["task_sampler"] = self.task_sampler.summary()  # what this iteration was teaching
             write_iteration(args.output_dir, step + 1, everyone[0], everyone[1], metrics, rho)
             kill_point("rollout")
         self._log_seal_metrics(*everyone, rho, interface, plan)  # every rank's batch: the logged values are global
@@ -592,6 +593,7 @@ class SealTrainer(GRPOTrainer):
                 trajectories=read_trajectories(folder / "trajectories.parquet"),
                 diagnoses=pq.read_table(folder / "diagnoses.parquet").to_pylist(),
                 snapshot=snapshot,
+                teaching=metrics.get("task_sampler"),
                 adapter_dir=checkpoint,
                 base_model=self._base_model(),
                 registry=registry,
