@@ -31,6 +31,7 @@ from typing import Any
 
 from datasets import Dataset
 
+from seal_hub.atomic import write_json
 from seal_hub.diagnosis import FailureProfile, Label, RolloutDiagnosis
 from seal_hub.diagnosis.records import DIAGNOSIS_FEATURES, diagnosis_rows
 from seal_hub.interface import InterfaceSnapshot
@@ -52,12 +53,6 @@ RUN_CONFIG_FIELDS = (
     "max_steps",
     "seed",
 )
-
-
-def _write_json(path: Path, data: Any) -> None:
-    partial = path.with_name(path.name + ".partial")
-    partial.write_text(json.dumps(data, indent=2, sort_keys=True), encoding="utf-8")
-    os.replace(partial, path)
 
 
 def iteration_dir(output_dir: str | Path, step: int) -> Path:
@@ -100,7 +95,7 @@ def write_iteration(
     write_trajectories(list(trajectories), building / "trajectories.parquet")
     rows = diagnosis_rows(trajectories, diagnoses, rho)
     Dataset.from_list(rows, features=DIAGNOSIS_FEATURES).to_parquet(str(building / "diagnoses.parquet"))
-    _write_json(building / "metrics.json", metrics)
+    write_json(building / "metrics.json", metrics)
     shutil.rmtree(final, ignore_errors=True)
     os.replace(building, final)
     return final
@@ -116,7 +111,7 @@ def read_metrics(output_dir: str | Path) -> list[dict[str, Any]]:
 def write_run_config(output_dir: str | Path, model: str, config: Any) -> None:
     """The policy id and `RUN_CONFIG_FIELDS` of a `SealConfig`, as `run_config.json` in the run directory."""
     Path(output_dir).mkdir(parents=True, exist_ok=True)
-    _write_json(
+    write_json(
         Path(output_dir) / RUN_CONFIG_FILE, {"model": model} | {k: getattr(config, k) for k in RUN_CONFIG_FIELDS}
     )
 

@@ -33,8 +33,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from seal_hub.atomic import write_text, write_with
 from seal_hub.evaluation.scores import Scores
-from seal_hub.evaluation.store import write_atomic
 from seal_hub.rollout.records import Trajectory, write_trajectories
 
 SCHEMA = "seal_hub.eval/1"
@@ -170,11 +170,10 @@ def _write_outputs(
     files = {"trajectories": TRAJECTORIES_FILE, "results_md": RESULTS_MD}
     write_trajectories(trajectories, root / TRAJECTORIES_FILE)
     if diagnoses is not None:
-        partial = root / f".{DIAGNOSES_FILE}.partial"
-        Dataset.from_list(diagnoses, features=features).to_parquet(str(partial))
-        partial.replace(root / DIAGNOSES_FILE)
+        rows = Dataset.from_list(diagnoses, features=features)
+        write_with(root / DIAGNOSES_FILE, lambda temp: rows.to_parquet(str(temp)))
         files["diagnoses"] = DIAGNOSES_FILE
     results = results_record(spec, scores, [t.task_id for t in trajectories], files=files, **run)
-    write_atomic(root / RESULTS_MD, results_markdown(results, scores))
-    write_atomic(root / RESULTS_JSON, json.dumps(results, indent=2) + "\n")
+    write_text(root / RESULTS_MD, results_markdown(results, scores))
+    write_text(root / RESULTS_JSON, json.dumps(results, indent=2) + "\n")
     return results

@@ -18,13 +18,13 @@ Not covered: what the final files contain (`seal_hub.evaluation.results`).
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
+from seal_hub.atomic import write_text
 from seal_hub.rollout.records import Trajectory
 
 SETTINGS_FILE = "settings.json"
@@ -33,17 +33,6 @@ RECORDS_DIR = "records"
 
 class ResumeError(ValueError):
     """The directory holds an evaluation with other settings, or a record that cannot be read."""
-
-
-def write_atomic(path: Path, text: str) -> None:
-    """Write `text` to `path` through a temporary file renamed into place."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(f".{path.name}.partial")
-    with open(partial, "w", encoding="utf-8") as handle:
-        handle.write(text)
-        handle.flush()
-        os.fsync(handle.fileno())
-    partial.replace(path)
 
 
 def _record_name(task_id: str) -> str:
@@ -77,7 +66,7 @@ class EvalStore:
             return
         if self.root.exists() and not self.root.is_dir():
             raise ResumeError(f"--output_dir {self.root} exists and is not a directory")
-        write_atomic(path, json.dumps(settings, indent=2, sort_keys=True) + "\n")
+        write_text(path, json.dumps(settings, indent=2, sort_keys=True) + "\n")
 
     def done(self, task_ids: Iterable[str]) -> dict[str, Trajectory]:
         """The records already written for `task_ids` (those missing are simply absent)."""
@@ -99,4 +88,4 @@ class EvalStore:
         return found
 
     def add(self, trajectory: Trajectory) -> None:
-        write_atomic(self.records_dir / _record_name(trajectory.task_id), trajectory.model_dump_json())
+        write_text(self.records_dir / _record_name(trajectory.task_id), trajectory.model_dump_json())

@@ -21,6 +21,8 @@ from typing import Any
 
 import yaml
 
+from seal_hub.atomic import write_json
+
 MANIFEST, ARM_FILE, REPORT_DIR, TABLE_FILE = "manifest.json", "arm.json", "report", "experiment.md"
 SCHEMA = "seal_hub.experiment/1"
 SWITCHES = ("env_adaptation", "reweighting", "closed_loop")
@@ -214,13 +216,6 @@ class ExperimentConfig:
                 "base_model": self.evaluate_base,
             },
         }
-
-
-def write_json(path: Path, data: Any) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(path.name + ".partial")
-    partial.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    partial.replace(path)
 
 
 def open_manifest(config: ExperimentConfig, defaults: dict[str, Any] | None = None) -> dict[str, Any]:

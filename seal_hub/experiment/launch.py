@@ -76,10 +76,10 @@ def arm_command(settings_file: Path, accelerate_config: str | None) -> list[str]
 
 def write_settings(output_dir: str | Path, name: str, settings: dict[str, Any]) -> Path:
     """The arm's recipe settings as a YAML config, ``OUTPUT_DIR/launch/NAME.yaml`` (rewritten at each launch)."""
-    from seal_hub.evaluation.store import write_atomic
+    from seal_hub.atomic import write_text
 
     path = Path(output_dir) / LAUNCH_DIR / f"{name}.yaml"
-    write_atomic(path, yaml.safe_dump(settings, sort_keys=True))
+    write_text(path, yaml.safe_dump(settings, sort_keys=True))
     return path
 
 

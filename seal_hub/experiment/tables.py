@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from seal_hub.atomic import write_text
 from seal_hub.experiment.config import ARMS, MANIFEST, REPORT_DIR, TABLE_FILE, ExperimentConfig
 from seal_hub.experiment.intervals import MeanInterval, mean_interval
 from seal_hub.experiment.run import WARMUP_LABEL, ArmResult, model_id_of
@@ -228,10 +229,7 @@ def write_report(config: ExperimentConfig, results: Sequence[ArmResult]) -> Path
         experiment_tables(config, results),
         f"Source of the paper's numbers: {_citation()}.",
     ]
-    partial = table.with_name(TABLE_FILE + ".partial")
-    partial.write_text("\n".join(lines).rstrip() + "\n", encoding="utf-8")
-    partial.replace(table)
-    return table
+    return write_text(table, "\n".join(lines).rstrip() + "\n")
 
 
 def _citation() -> str:

@@ -30,12 +30,12 @@ merging adapters for export.
 from __future__ import annotations
 
 import json
-import os
 import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
+from seal_hub.atomic import write_json
 from seal_hub.hub.registry import (
     DEFAULT_BRANCH,
     Backend,
@@ -291,14 +291,9 @@ class RunSources:
         return [s for s in (self.environment, self.adapter) if s is not None]
 
     def write(self, output_dir: str | Path) -> Path:
-        path = Path(output_dir) / SOURCES_FILE
-        path.parent.mkdir(parents=True, exist_ok=True)
         data = {"environment": self.environment, "adapter": self.adapter}
         data = {role: None if source is None else source.to_dict() for role, source in data.items()}
-        partial = path.with_name(path.name + ".partial")
-        partial.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-        os.replace(partial, path)
-        return path
+        return write_json(Path(output_dir) / SOURCES_FILE, data)
 
     @classmethod
     def read(cls, output_dir: str | Path) -> RunSources:

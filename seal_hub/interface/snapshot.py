@@ -25,9 +25,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
-import os
 import re
-import tempfile
 from collections.abc import Collection, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -35,6 +33,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from seal_hub.atomic import write_text
 from seal_hub.diagnosis import DEFAULT_RHO, FailureProfile, Label, LabelStats
 from seal_hub.envs.protocol import ErrorKind, ToolResult
 
@@ -235,19 +234,7 @@ class InterfaceSnapshot(_Frozen):
         """Write the snapshot as JSON, atomically: a temp file in the same folder, then `os.replace`."""
         if self.compute_hash() != self.content_hash:
             raise InterfaceError(f"snapshot {self.version}: content changed after it was made; not saving it")
-        path = Path(path)
-        text = self.model_dump_json(indent=2) + "\n"
-        fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                handle.write(text)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(temp, path)
-        except BaseException:
-            Path(temp).unlink(missing_ok=True)
-            raise
-        return path
+        return write_text(path, self.model_dump_json(indent=2) + "\n")
 
 
 def _enum_values(prop: dict[str, Any]) -> list[Any]:

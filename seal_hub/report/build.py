@@ -12,12 +12,12 @@ Not covered: producing the sources (training: `seal-hub train` / `recipes/seal.p
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from seal_hub.atomic import write_text
 from seal_hub.report import eval_plots, plots, tables
 from seal_hub.report.eval_plots import EvalSeries
 from seal_hub.report.naming import Named, name_sources
@@ -133,8 +133,5 @@ def build_report(
         lines += _run_section(runs, out, figures)
     if evals:
         lines += _eval_section(evals, out, figures, eval_series or {})
-    report = out / REPORT_FILE
-    partial = report.with_name(REPORT_FILE + ".partial")
-    partial.write_text("\n".join(lines).rstrip() + "\n", encoding="utf-8")
-    os.replace(partial, report)
+    report = write_text(out / REPORT_FILE, "\n".join(lines).rstrip() + "\n")
     return Report(report, tuple(figures), tuple(named))

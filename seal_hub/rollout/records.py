@@ -21,6 +21,8 @@ import pyarrow.parquet as pq
 from datasets import Dataset, Features, List, Value
 from pydantic import BaseModel, ConfigDict
 
+from seal_hub.atomic import write_with
+
 
 class _Record(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -173,12 +175,8 @@ def from_rows(rows: list[dict[str, Any]]) -> list[Trajectory]:
 
 def write_trajectories(trajectories: list[Trajectory], path: str | Path) -> Path:
     """Write to Parquet atomically (a temporary file renamed into place): a crash leaves no half file."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(path.name + ".partial")
-    to_dataset(trajectories).to_parquet(str(partial))
-    partial.replace(path)
-    return path
+    rows = to_dataset(trajectories)
+    return write_with(path, lambda temp: rows.to_parquet(str(temp)))
 
 
 def read_trajectories(path: str | Path) -> list[Trajectory]:

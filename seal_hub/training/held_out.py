@@ -14,14 +14,13 @@ Not covered: the full 400-task evaluation with its own records and cards (`seal-
 
 from __future__ import annotations
 
-import json
-import os
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from seal_hub.atomic import write_json
 from seal_hub.envs.suite import Suite, SuiteTask, in_turn
 from seal_hub.evaluation.protocol import EvalProtocol
 from seal_hub.interface import InterfaceSnapshot
@@ -127,10 +126,5 @@ def evaluate_held_out(
 
 def write_held_out(output_dir: str | Path, result: HeldOutResult) -> Path:
     """`held_out/step_NNNNNN.json`, written atomically (a resumed run that evaluates the same step replaces it)."""
-    folder = Path(output_dir) / HELD_OUT_DIR
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"step_{result.step:06d}.json"
-    partial = path.with_name(path.name + ".partial")
-    partial.write_text(json.dumps(result.to_json(), indent=2, sort_keys=True), encoding="utf-8")
-    os.replace(partial, path)
-    return path
+    path = Path(output_dir) / HELD_OUT_DIR / f"step_{result.step:06d}.json"
+    return write_json(path, result.to_json())

@@ -166,7 +166,7 @@ def shared_warmup(
     from peft import set_peft_model_state_dict
     from safetensors.torch import load_file
 
-    from seal_hub.evaluation.store import write_atomic
+    from seal_hub.atomic import write_text
     from seal_hub.hub.cards import correct_training_card
 
     folder = Path(folder)
@@ -189,7 +189,7 @@ def shared_warmup(
         model.save_pretrained(str(folder))
         correct_training_card(folder, getattr(model.config, "name_or_path", None))  # PEFT's card: no host path
         # written last: a folder without it holds no finished warm-up
-        write_atomic(record, json.dumps(settings, indent=2, sort_keys=True) + "\n")
+        write_text(record, json.dumps(settings, indent=2, sort_keys=True) + "\n")
     if barrier is not None:
         barrier()
     return False
