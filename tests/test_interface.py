@@ -12,7 +12,7 @@ import pytest
 from bfcl_eval.constants.executable_backend_config import MULTI_TURN_FUNC_DOC_FILE_MAPPING
 from helpers.profiles import PROFILE
 
-import seal_hub.interface.snapshot as interface_module
+import seal_hub.atomic as atomic_module
 from seal_hub.cli import main
 from seal_hub.diagnosis import DEFAULT_RHO, FailureProfile, Label
 from seal_hub.envs.bfcl.tools import class_tools
@@ -241,12 +241,12 @@ def test_an_interrupted_save_leaves_the_old_file_whole(tmp_path, monkeypatch, v1
     def crash(fd):
         raise OSError("disk full")
 
-    monkeypatch.setattr(interface_module.os, "fsync", crash)
+    monkeypatch.setattr(atomic_module.os, "fsync", crash)
     with pytest.raises(OSError, match="disk full"):
         v1.save(path)
     assert path.read_bytes() == old and sorted(p.name for p in tmp_path.iterdir()) == ["current.json"]
     monkeypatch.undo()
-    monkeypatch.setattr(interface_module.os, "replace", lambda src, dst: (_ for _ in ()).throw(OSError("no")))
+    monkeypatch.setattr(atomic_module.os, "replace", lambda src, dst: (_ for _ in ()).throw(OSError("no")))
     with pytest.raises(OSError, match="no"):
         v1.save(path)
     assert path.read_bytes() == old and sorted(p.name for p in tmp_path.iterdir()) == ["current.json"]
