@@ -14,7 +14,15 @@ from seal_hub.toolcalls import PARSER_STYLES
 
 PARSER_HELP = "tool-call format (default: the one the chat template writes)"
 
-__all__ = ["PARSER_HELP", "PARSER_STYLES", "option", "positive_limit", "task_arguments"]
+__all__ = [
+    "PARSER_HELP",
+    "PARSER_STYLES",
+    "environment_arguments",
+    "environment_options",
+    "option",
+    "positive_limit",
+    "task_arguments",
+]
 
 
 def option(parser: argparse.ArgumentParser, name: str, **kwargs) -> None:
@@ -38,6 +46,29 @@ def task_arguments(parser: argparse.ArgumentParser, default_split: str, suites: 
         "or a JSON file with 'train' and 'test' task-id lists",
     )
     option(parser, "no_progress", action="store_true", help="no progress bar")
+    environment_arguments(parser)
+
+
+def environment_arguments(parser: argparse.ArgumentParser) -> None:
+    """`--environment`, `--dataset`, `--dataset_revision`, `--call_timeout_s`: a user's own environment class
+    (TRL's `environment_factory` form) and its dataset instead of `--suite` (docs/environments.md)."""
+    option(
+        parser,
+        "environment",
+        default=None,
+        help="your environment class, 'package.module:Class' (TRL's environment_factory form), instead of --suite",
+    )
+    option(parser, "dataset", default=None, help="its tasks: a datasets repo id (repo@rev), a saved folder or JSONL")
+    option(parser, "dataset_revision", default=None, help="the dataset repo's revision (or give repo@rev)")
+    option(parser, "call_timeout_s", type=float, default=30.0, help="time limit of one call into the environment")
+
+
+def environment_options(args: argparse.Namespace) -> dict:
+    """The keywords `seal_hub.envs.builtin.resolve_suite` takes from `environment_arguments`' flags."""
+    options = {"environment": args.environment, "dataset": args.dataset, "dataset_revision": args.dataset_revision}
+    if args.environment is not None or args.dataset is not None:
+        options["call_timeout_s"] = args.call_timeout_s
+    return options
 
 
 def positive_limit(limit: int | None) -> int | None:

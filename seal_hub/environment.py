@@ -2,7 +2,8 @@
 
 `load_environment("alice/run1-env@v3")` resolves the reference once to a commit
 (`seal_hub.hub.sources.resolve_reference`) and returns an `Environment` over the tasks of the suite that version
-names (`InterfaceSnapshot.suite`: BFCL v3 multi-turn, bfcl-single, ...) with that interface applied as the SEAL
+names (`InterfaceSnapshot.suite`: BFCL v3 multi-turn, bfcl-single, ...; a user environment's version: its class and
+dataset, from the record it keeps, `seal_hub.envs.user`) with that interface applied as the SEAL
 trainer applies it: tools rendered with its schema cues, its note and
 guidelines in the system prompt, tool errors answered with its recovery hints, tools revealed mid-episode listed
 in that turn's user message. The conversation is built by the same functions as the rollout engine's
@@ -35,7 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from seal_hub.envs.builtin import load_suite
+from seal_hub.envs.builtin import resolve_suite
 from seal_hub.envs.episode import EpisodeSettings
 from seal_hub.envs.protocol import Action, EpisodeError, EpisodeVerdict
 from seal_hub.envs.suite import Suite, SuiteEpisode
@@ -80,7 +81,8 @@ class Environment:
         self.snapshot = interface or InterfaceSnapshot.null()
         self.interface = effective_interface(self.snapshot, training)  # what the agent is shown
         self.source = source
-        self.suite = suite or load_suite(self.snapshot.suite)
+        # the suite the version names: a built-in one, or the user environment its record names
+        self.suite = suite or resolve_suite(self.snapshot.suite, record=self.snapshot.user_environment)
         self.episode_config = episode or EpisodeSettings()  # each suite reads these as its own defaults plus them
         self.parser = ToolCallParser(style=parser_style)
         self.split, self.split_file = split, split_file

@@ -7,6 +7,10 @@ a card reads them without loading a task. `load_suite` builds the suite; an unkn
 one-line `SuiteError`. `trainable_suites` and `require_trainable` read `not_trainable` off the classes, and
 `suite_card` a suite's card by its name (a name that is no built-in suite's gets the plain card).
 
+`resolve_suite` is the one way every command (`seal-hub train`, `eval`, `rollout`, the recipe, `load_environment`)
+gets its suite: a built-in suite by name, or a user's own environment class with its dataset
+(`seal_hub.envs.user`: `environment` and `dataset` given, or the record a published version keeps).
+
 Not covered: the contract a suite implements (`seal_hub.envs.suite`).
 """
 
@@ -64,10 +68,39 @@ def load_suite(name: str) -> Suite:
     return suite_class(name)()
 
 
-def suite_tasks(name: str, split: str, split_file: str | None = None, seed: int = 0) -> tuple[Suite, list[Any]]:
-    """The suite called `name` and the tasks of its `split` (of `split_file` when given; `seed` seeds a
-    'stratified' split): the one way every command picks its tasks."""
-    suite = load_suite(name)
+def resolve_suite(
+    suite: str | None = None,
+    *,
+    environment: str | None = None,
+    dataset: str | None = None,
+    dataset_revision: str | None = None,
+    record: Any = None,
+    **limits: Any,
+) -> Suite:
+    """The suite a config or command names: `environment` ('package.module:Class') with its `dataset` (and
+    `dataset_revision`; `limits`: `EnvironmentSpec`'s episode limits) is a user environment, as is `record` (a
+    published version's `UserEnvironmentRecord`); else the built-in suite called `suite`. One of environment and
+    dataset without the other is a `SuiteError` that says what to add."""
+    from seal_hub.envs.user.spec import environment_spec
+
+    try:
+        spec = environment_spec(environment, dataset, dataset_revision, **limits)
+    except ValueError as exc:
+        raise SuiteError(str(exc)) from None
+    if spec is None and record is None:
+        return load_suite(suite or "bfcl")
+    from seal_hub.envs.user.suite import UserSuite
+
+    return UserSuite(spec) if spec is not None else UserSuite.from_record(record)
+
+
+def suite_tasks(
+    name: str, split: str, split_file: str | None = None, seed: int = 0, **environment: Any
+) -> tuple[Suite, list[Any]]:
+    """The suite called `name` (or the user environment `environment` names: `resolve_suite`'s keywords) and the
+    tasks of its `split` (of `split_file` when given; `seed` seeds a 'stratified' split): the one way every command
+    picks its tasks."""
+    suite = resolve_suite(name, **environment)
     return suite, suite.select(suite.split_ids(split, split_file, seed=seed))
 
 

@@ -9,7 +9,14 @@ from __future__ import annotations
 
 import argparse
 
-from seal_hub.cli_args import PARSER_HELP, PARSER_STYLES, option, positive_limit
+from seal_hub.cli_args import (
+    PARSER_HELP,
+    PARSER_STYLES,
+    environment_arguments,
+    environment_options,
+    option,
+    positive_limit,
+)
 
 
 def _eval_spec_model(args: argparse.Namespace, config, model) -> dict:
@@ -31,7 +38,7 @@ def _eval_adapter(ref_text: str):
 
 
 def _eval(args: argparse.Namespace) -> int:
-    from seal_hub.envs.builtin import load_suite
+    from seal_hub.envs.builtin import resolve_suite
     from seal_hub.envs.suite import in_turn
     from seal_hub.evaluation import (
         EvalProtocol,
@@ -54,15 +61,13 @@ def _eval(args: argparse.Namespace) -> int:
             raise ValueError("--publish records the scores on the evaluated adapter's card: give --adapter REF")
         if Ref.parse(args.publish, "dataset").revision is not None:
             raise HubError(f"--publish {args.publish}: give a repository without '@revision'")
-    suite = load_suite(args.suite)
+    loaded = None if args.interface in (None, "null") else load_snapshot_or_ref(args.interface)
+    record = loaded.user_environment if loaded is not None and args.environment is None else None
+    suite = resolve_suite(args.suite, record=record, **environment_options(args))  # a user env's version: its own
     tasks = suite.select(suite.split_ids(args.split, args.split_file))
     if args.limit is not None or args.categories:  # a subset: its categories taken in turn (as held-out subsets)
         tasks = in_turn(tasks, args.limit, args.categories.split(",") if args.categories else None)
-    interface = (
-        InterfaceSnapshot.null(suite.name)
-        if args.interface in (None, "null")
-        else load_snapshot_or_ref(args.interface)
-    )
+    interface = loaded if loaded is not None else InterfaceSnapshot.null(suite.name)
     protocol = EvalProtocol(
         max_new_tokens=args.max_new_tokens,
         max_context_tokens=args.max_context_tokens,
@@ -128,6 +133,7 @@ def add_eval_command(commands: argparse._SubParsersAction) -> None:
     evaluate.add_argument("--model", required=True, help="'tiny', 'demo', a Hub id, a local path, or 'oracle'")
     evaluate.add_argument("--adapter", default=None, help="a published adapter: ns/name@iter-3, hf://..., local://...")
     evaluate.add_argument("--suite", default="bfcl", help="evaluation suite (bfcl, ...)")
+    environment_arguments(evaluate)
     evaluate.add_argument("--split", default="test", help="train, test or all (bfcl default: the paper's test split)")
     option(evaluate, "split_file", default=None, help="'paper' (default), 'stratified', or a split JSON file")
     evaluate.add_argument(

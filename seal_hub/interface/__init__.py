@@ -22,6 +22,7 @@ from seal_hub.interface.snapshot import (
     Origin,
     RecoveryFeedback,
     SchemaCues,
+    UserEnvironmentRecord,
     effective_interface,
     load_snapshot,
 )
@@ -40,6 +41,7 @@ __all__ = [
     "RecoveryFeedback",
     "SchemaCues",
     "SnapshotStore",
+    "UserEnvironmentRecord",
     "diff",
     "effective_interface",
     "load_snapshot",

@@ -13,6 +13,11 @@ Two interface modes (`INTERFACE_MODES`): `released` is the paper's released run,
 three components turned on and chosen from the diagnosis as training goes (`evolve_config_for`), recovery
 feedback only in suites whose tools run and can fail (not BFCL single-turn, whose answers are only checked).
 
+A user environment (`seal_hub.envs.user`) feeds the same rules: its schemas come from the methods' signatures, so
+schema cues also show their defaults (`default_values`), and its recovery hints are also keyed by the exception
+classes its tools raised (`exception_hint`: a known class's text, else the class's own docstring), given to
+`evolve` as `raised` (class name -> docstring, from the suite) and kept once given.
+
 `EvolveSettings` holds the thresholds of these rules and of the rho update (`seal_hub.interface.rho`) in one place.
 
 Not covered: the rho update (`seal_hub.interface.rho`), applying the weights to advantages
@@ -36,6 +41,7 @@ from seal_hub.interface.snapshot import (
     InterfaceSnapshot,
     RecoveryFeedback,
     SchemaCues,
+    UserEnvironmentRecord,
 )
 
 SCHEMA_NOTE = (
@@ -91,6 +97,35 @@ RECOVERY_HINTS: dict[ErrorKind, str] = {
         "credentials you do not have), then retry."
     ),
 }
+
+EXCEPTION_HINTS: dict[str, str] = {
+    "ValueError": "the tool refused a value. Check each value against the tool's description (allowed values, "
+    "formats, ranges) and call again with a valid one.",
+    "TypeError": "a value has the wrong type. Give each argument the type its schema declares and call again.",
+    "KeyError": "a name or id you gave does not exist. Look it up with a tool that lists what exists, then call "
+    "again with one of those.",
+    "LookupError": "what you asked for was not found. Look it up with a tool that lists what exists, then call "
+    "again with one of those.",
+    "IndexError": "a position is out of range. Check how many items there are, then call again with a valid index.",
+    "FileNotFoundError": "that file or folder does not exist. List what exists first, then call again with a name "
+    "that does.",
+    "PermissionError": "this action is not allowed now. Do the step it depends on first, or tell the user what you "
+    "cannot do.",
+    "TimeoutError": "the tool did not answer in time. Try a smaller request, or tell the user it could not be done.",
+    "ZeroDivisionError": "a value of zero made the tool fail. Check the numbers you passed and call again.",
+    "NotImplementedError": "this tool cannot do that. Use another tool, or tell the user it cannot be done.",
+}
+
+
+def exception_hint(name: str, doc: str = "") -> str:
+    """The hint for a tool that raised `name`: the known text for a standard class, else what the class's own
+    docstring says it means (its first line), then what to do."""
+    if name in EXCEPTION_HINTS:
+        return EXCEPTION_HINTS[name]
+    meaning = doc.strip().splitlines()[0].strip().rstrip(".") if doc and doc.strip() else ""
+    said = f"the tool raised {name} ({meaning})." if meaning else f"the tool raised {name}."
+    return f"{said} Fix its cause (a wrong value or a missing earlier step), then call again."
+
 
 GUIDELINES: dict[Label, str] = {
     Label.SPURIOUS_TOOL_CALL: (
@@ -192,31 +227,48 @@ class EvolveConfig(EvolveSettings):
     recovery_feedback: bool = field(default=True, metadata={"help": "evolve recovery feedback (hints per error kind)"})
     capability_guidelines: bool = field(default=True, metadata={"help": "evolve capability guidelines"})
     closed_loop_rho: bool = field(default=True, metadata={"help": "update rho every step (False: fixed rho)"})
+    default_values: bool = field(
+        default=False, metadata={"help": "schema cues also show defaults (a suite whose schemas carry them)"}
+    )
 
 
 INTERFACE_MODES = ("released", "full")
 
 
-def evolve_config_for(mode: str, *, tool_errors: bool = True, **settings) -> EvolveConfig:
+def evolve_config_for(
+    mode: str, *, tool_errors: bool = True, default_values: bool = False, **settings
+) -> EvolveConfig:
     """The evolution rules of an interface mode: `released` evolves schema cues only; `full` all three, but
-    recovery feedback only where the suite's tools can fail (`tool_errors`; single-turn answers never run)."""
+    recovery feedback only where the suite's tools can fail (`tool_errors`; single-turn answers never run).
+    `default_values`: the suite's schemas carry defaults for the cues to show (a user environment's)."""
     if mode not in INTERFACE_MODES:
         raise ValueError(f"interface_mode must be one of {', '.join(INTERFACE_MODES)}, got {mode!r}")
     full = mode == "full"
-    return EvolveConfig(recovery_feedback=full and tool_errors, capability_guidelines=full, **settings)
+    return EvolveConfig(
+        recovery_feedback=full and tool_errors, capability_guidelines=full, default_values=default_values, **settings
+    )
 
 
-def starting_interface(suite: str, mode: str, env_adaptation: bool = True) -> InterfaceSnapshot:
+def starting_interface(
+    suite: str,
+    mode: str,
+    env_adaptation: bool = True,
+    *,
+    default_values: bool = False,
+    user_environment: UserEnvironmentRecord | None = None,
+) -> InterfaceSnapshot:
     """Version v0 of a run: the null interface, or in the `released` mode (with environment adaptation on) the
-    null interface with schema cues already on, as the paper's released runs train from the first step."""
+    null interface with schema cues already on, as the paper's released runs train from the first step.
+    `user_environment`: the record of the user environment the run is on, kept by every later version."""
     if mode != "released" or not env_adaptation:
-        return InterfaceSnapshot.null(suite)
+        return InterfaceSnapshot(version="v0", suite=suite, user_environment=user_environment)
     rules = ["schema_cues: on from step 0 (interface_mode 'released', the paper's released runs)"]
     return InterfaceSnapshot(
         version="v0",
         suite=suite,
-        schema_cues=SchemaCues(enabled=True, note=SCHEMA_NOTE),
+        schema_cues=SchemaCues(enabled=True, note=SCHEMA_NOTE, default_values=default_values),
         cause=Cause.of(FailureProfile(), rules),
+        user_environment=user_environment,
     )
 
 
@@ -268,24 +320,37 @@ def evolve(
     version: str | None = None,
     *,
     rho: Mapping[Label, float] | None = None,
+    raised: Mapping[str, str] | None = None,
 ) -> InterfaceSnapshot:
     """The next interface snapshot for `profile`, or `parent` itself when nothing changes.
 
     Components whose switch is off stay as the parent has them. Guidelines are chosen afresh from the profile;
     a profile with no labelled turns carries no evidence and keeps the parent's. `rho`, when given, is the live
-    closed-loop table to record in the snapshot (else the parent's is kept).
+    closed-loop table to record in the snapshot (else the parent's is kept). `raised`: exception classes the
+    suite's tools raised (name -> the class's docstring), each given a hint by `exception_hint` and kept after.
     """
     config = config or EvolveConfig()
     rules: list[str] = []
     cues = parent.schema_cues
     if config.schema_cues:
-        cues = SchemaCues(enabled=True, type_hints=config.type_hints, note=SCHEMA_NOTE)
-        rules.append("schema_cues: on (required marks, enum values" + (", type hints)" if config.type_hints else ")"))
+        cues = SchemaCues(
+            enabled=True, type_hints=config.type_hints, note=SCHEMA_NOTE, default_values=config.default_values
+        )
+        shown = ", type hints" if config.type_hints else ""
+        shown += ", defaults" if config.default_values else ""
+        rules.append(f"schema_cues: on (required marks, enum values{shown})")
     feedback = parent.recovery_feedback
     if config.recovery_feedback:
         hints = {ErrorKind(kind): RECOVERY_HINTS[ErrorKind(kind)] for kind in config.hint_kinds}
-        feedback = RecoveryFeedback(enabled=bool(hints), hints=hints)
+        by_class = dict(parent.recovery_feedback.exception_hints)
+        new = sorted(name for name in (raised or {}) if name not in by_class)
+        by_class |= {name: exception_hint(name, (raised or {})[name]) for name in new}
+        feedback = RecoveryFeedback(
+            enabled=bool(hints or by_class), hints=hints, exception_hints=dict(sorted(by_class.items()))
+        )
         rules.append(f"recovery_feedback: hints for {len(hints)} error kind(s)")
+        if new:
+            rules.append(f"recovery_feedback: hints for the exception class(es) its tools raised: {', '.join(new)}")
     guidelines = parent.capability_guidelines
     if config.capability_guidelines and profile.turns > 0:
         guidelines = _guidelines(profile, config, rules)
@@ -311,4 +376,5 @@ def evolve(
         rho=new_rho,
         cause=Cause.of(profile, rules),
         train_only=parent.train_only,
+        user_environment=parent.user_environment,
     )

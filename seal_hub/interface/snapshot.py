@@ -40,6 +40,7 @@ from seal_hub.envs.protocol import ErrorKind, ToolResult
 MAX_GUIDELINES = 3
 _VERSION = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
 _ENUM_IN_DESCRIPTION = re.compile(r"\[Enum\]:\s*(.*)$", re.DOTALL)
+_RAISED = re.compile(r"^Error: ([A-Za-z_][\w.]*)(?::|$)")  # a user environment's tool exception (its class)
 
 
 class InterfaceError(ValueError):
@@ -56,11 +57,13 @@ class SchemaCues(_Frozen):
     enum_values: bool = True  # append "Allowed values: a, b" to enum arguments
     type_hints: bool = False  # append "(type: integer)"
     note: str = ""  # system note: required arguments exactly, no tool outside the schema
+    default_values: bool = False  # append "Default: 3" where the schema gives a default (user environments)
 
 
 class RecoveryFeedback(_Frozen):
     enabled: bool = False
     hints: dict[ErrorKind, str] = {}
+    exception_hints: dict[str, str] = {}  # a tool's exception class -> its hint, before the error kind's (user envs)
 
     @field_validator("hints")
     @classmethod
@@ -132,6 +135,30 @@ class Origin(_Frozen):
         return f"{self.ref} (commit {self.commit})"
 
 
+class UserEnvironmentRecord(_Frozen):
+    """What a user environment's version was made on (`seal_hub.envs.user`): its class's import path and source
+    hash, its tools' schemas, its dataset at a revision and how its episodes ran; `UserSuite.from_record` builds the
+    same suite back, warning in one line when the class's source hash changed."""
+
+    class_path: str = Field(min_length=3)  # 'package.module:Class'
+    source_sha256: str = ""  # sha256 of inspect.getsource of the class's module ('' when it has no source)
+    tools: tuple[dict[str, Any], ...] = ()
+    dataset: str = Field(min_length=1)  # a datasets repo id or the path given
+    dataset_revision: str | None = None
+    eval_fraction: float = Field(default=0.2, gt=0.0, lt=1.0)
+    call_timeout_s: float = Field(default=30.0, gt=0.0)
+    max_result_chars: int = Field(default=8000, ge=100)
+
+
+# fields added after the first published versions: left out of the content hash while unset, so those versions
+# keep their hashes (a snapshot file without them loads as it always did)
+_LATER_FIELDS: tuple[tuple[tuple[str, ...], Any], ...] = (
+    (("schema_cues", "default_values"), False),
+    (("recovery_feedback", "exception_hints"), {}),
+    (("user_environment",), None),
+)
+
+
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
@@ -150,6 +177,7 @@ class InterfaceSnapshot(_Frozen):
     cause: Cause | None = None
     train_only: bool = True
     origin: Origin | None = None
+    user_environment: UserEnvironmentRecord | None = None  # the user environment it was made on (else: `suite`)
     content_hash: str = ""
 
     @field_validator("created_at")
@@ -194,6 +222,13 @@ class InterfaceSnapshot(_Frozen):
 
     def compute_hash(self) -> str:
         content = self.model_dump(mode="json", exclude={"created_at", "content_hash"})
+        for path, unset in _LATER_FIELDS:
+            *parents, name = path
+            node = content
+            for part in parents:
+                node = node[part]
+            if node.get(name) == unset:
+                del node[name]
         canonical = json.dumps(content, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
         return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
@@ -226,6 +261,9 @@ class InterfaceSnapshot(_Frozen):
         if result.executed and result.note:
             lines.append(f"Note: {result.note}")
         hint = self.recovery_feedback.hints.get(result.error_kind) if result.error_kind is not None else None
+        raised = _RAISED.match(result.content) if result.error_kind == ErrorKind.TOOL_EXCEPTION else None
+        if raised and raised.group(1) in self.recovery_feedback.exception_hints:
+            hint = self.recovery_feedback.exception_hints[raised.group(1)]
         if hint:
             lines.append(f"Hint: {hint}")
         return "\n".join(lines)
@@ -286,6 +324,8 @@ def _cue_object(node: dict[str, Any], cues: SchemaCues) -> None:
             additions.append("Allowed values: " + ", ".join(map(str, values)))
         if cues.type_hints and (kind := _type_name(prop)):
             additions.append(f"(type: {kind})")
+        if cues.default_values and "default" in prop and name not in required:
+            additions.append(f"Default: {json.dumps(prop['default'], ensure_ascii=False)}")
         additions = [a for a in additions if a not in description]
         if additions:
             prop["description"] = " ".join([description.rstrip(), *additions]).strip()

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 
-from seal_hub.cli_args import PARSER_HELP, PARSER_STYLES, option, positive_limit, task_arguments
+from seal_hub.cli_args import PARSER_HELP, PARSER_STYLES, environment_options, option, positive_limit, task_arguments
 
 
 def _rollout(args: argparse.Namespace) -> int:
@@ -27,7 +27,7 @@ def _rollout(args: argparse.Namespace) -> int:
         write_trajectories,
     )
 
-    suite, tasks = suite_tasks(args.suite, args.split, args.split_file, seed=args.seed)
+    suite, tasks = suite_tasks(args.suite, args.split, args.split_file, seed=args.seed, **environment_options(args))
     tasks = tasks[: positive_limit(args.limit)]
     interface, adapter, model_name = _sources(args)
     model, tokenizer, policy = load_for_inference(model_name)

@@ -15,6 +15,9 @@ with the package (`seal_hub/scripts/configs/demo_cpu.yaml`, its one copy; flags 
 
 `--suite bfcl-single` trains on BFCL single-turn instead (one checked answer per question; its training half of
 the shipped half/half split, the other half held out); each suite says whether it can train (`not_trainable`).
+`--environment my_package.module:MyEnv --dataset tasks.jsonl` trains on your own environment: a class in TRL's
+`environment_factory` form (its public methods are the tools; `reset(**row)`, `get_reward()`) with its dataset
+(docs/environments.md); YAML keys `environment:`, `dataset:`, `dataset_revision:`.
 
 Ablations of the paper, same recipe and budget: `--env_adaptation false`, `--reweighting false`,
 `--closed_loop false`; all three false is vanilla GRPO. `--sft_warmup_steps N` first fits the training
@@ -57,7 +60,7 @@ from peft import get_peft_model
 from trl import TrlParser
 
 from seal_hub.envs.bfcl import Split, SplitError
-from seal_hub.envs.builtin import load_suite, require_trainable, trainable_suites
+from seal_hub.envs.builtin import require_trainable, resolve_suite, trainable_suites
 from seal_hub.envs.suite import Suite, SuiteError, in_turn
 from seal_hub.evaluation import EvalProtocol
 from seal_hub.hub import HubError, PublishConfig
@@ -88,6 +91,28 @@ class SealScriptArguments:
     suite: str = field(
         default="bfcl",
         metadata={"help": f"Suite to train on: {', '.join(trainable_suites())} (each suite says why it cannot)."},
+    )
+    environment: str | None = field(
+        default=None,
+        metadata={
+            "help": "Your own environment instead of suite: its class as 'package.module:Class', in TRL's "
+            "environment_factory form (public methods are the tools, reset(**row), get_reward()); needs dataset."
+        },
+    )
+    dataset: str | None = field(
+        default=None,
+        metadata={
+            "help": "The environment's tasks: a datasets repo id ('repo@rev' or dataset_revision), a saved dataset "
+            "folder, a data file or JSONL; a 'prompt' column and what reset takes (docs/environments.md)."
+        },
+    )
+    dataset_revision: str | None = field(default=None, metadata={"help": "The dataset repo's revision."})
+    eval_fraction: float = field(
+        default=0.2,
+        metadata={"help": "Share of every category held out when the environment's dataset names no split."},
+    )
+    call_timeout_s: float = field(
+        default=30.0, metadata={"help": "Time limit of one call into the environment (a tool, reset, get_reward)."}
     )
     split_file: str | None = field(
         default=None,
@@ -176,7 +201,31 @@ class SealScriptArguments:
     )
 
     def __post_init__(self) -> None:
-        require_trainable(self.suite)  # a suite that cannot train: one line that says why and names those that can
+        if self.environment is None and self.dataset is None:
+            require_trainable(self.suite)  # a suite that cannot train: one line that says why, names those that can
+            return
+        if self.environment is None or self.dataset is None:
+            given, missing = ("dataset", "environment") if self.environment is None else ("environment", "dataset")
+            raise ValueError(f"{given} needs {missing}: a user environment is its class and its dataset")
+        if self.sft_warmup_steps:
+            raise ValueError(
+                f"sft_warmup_steps {self.sft_warmup_steps}: environment {self.environment} has no reference answers "
+                "to warm up on; set sft_warmup_steps 0"
+            )
+
+    def resolve_suite(self) -> Suite:
+        """The suite this run trains on: the user environment, else the built-in suite (`resolve_suite`)."""
+        return resolve_suite(
+            self.suite,
+            environment=self.environment,
+            dataset=self.dataset,
+            dataset_revision=self.dataset_revision,
+            **(
+                {"eval_fraction": self.eval_fraction, "call_timeout_s": self.call_timeout_s}
+                if self.environment is not None
+                else {}
+            ),
+        )
 
 
 def task_split(suite: Suite, args: SealScriptArguments) -> Split:
@@ -252,7 +301,7 @@ def use_cpu_cores() -> None:
 
 def main(script_args: SealScriptArguments, training_args: SealConfig, model_args: PolicyConfig) -> None:
     use_cpu_cores()
-    suite = load_suite(script_args.suite)
+    suite = script_args.resolve_suite()
     tasks = training_tasks(suite, script_args)
     check_enough_tasks(len(tasks), training_args)
     with PartialState().main_process_first():  # resolved once, recorded in output_dir/sources.json; relaunch reuses

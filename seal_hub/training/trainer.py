@@ -52,7 +52,7 @@ from __future__ import annotations
 
 import shutil
 import textwrap
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -207,10 +207,18 @@ class SealTrainer(GRPOTrainer):
         self.policy_id = policy_id
         self.publish = publish
         self.backend_factory = backend_factory or self._default_backend
-        self.interface = interface or starting_interface(suite.name, args.interface_mode, args.env_adaptation)
+        defaults = bool(getattr(suite, "schema_defaults", False))  # a user environment's schemas carry defaults
+        self.interface = interface or starting_interface(
+            suite.name,
+            args.interface_mode,
+            args.env_adaptation,
+            default_values=defaults,
+            user_environment=suite.record() if hasattr(suite, "record") else None,  # a user environment's record
+        )
         self.evolve_config = evolve_config_for(
             args.interface_mode,
             tool_errors=suite.tool_errors,
+            default_values=defaults,
             closed_loop_rho=args.closed_loop,
             **args.evolve_settings(),
         )
@@ -336,7 +344,7 @@ class SealTrainer(GRPOTrainer):
         self.task_sampler.observe((t.task_id, t.passed) for t in all_trajectories)
         all_weights = [d.weight(rho) if args.reweighting else 1.0 for d in all_diagnoses]
         everyone = all_trajectories, all_diagnoses, all_weights
-        self._update_loop()
+        self._update_loop(all_trajectories)
         if self.accelerator.is_main_process:
             metrics = iteration_metrics(*everyone, rho, interface) | {"groups": plan.metrics()}
             metrics["task_sampler"] = self.task_sampler.summary()  # what this iteration was teaching
@@ -428,11 +436,15 @@ class SealTrainer(GRPOTrainer):
         start = self.accelerator.process_index * local
         return positions[start : start + local], masked[start : start + local]
 
-    def _update_loop(self) -> None:
-        """Maybe the next interface version, from the window that now holds this batch (same on every rank)."""
+    def _update_loop(self, trajectories: Sequence[Any] = ()) -> None:
+        """Maybe the next interface version, from the window that now holds this batch (same on every rank: the
+        batch's `trajectories` are every rank's, for a suite that names the exception classes its tools raised)."""
         self._generations += 1
         if self.args.env_adaptation and self._generations % self.args.evolve_every == 0:
-            evolved = evolve(self.interface, self.window.profile(), self.evolve_config, rho=self.window.rho)
+            raised = self.suite.raised(trajectories) if hasattr(self.suite, "raised") else None
+            evolved = evolve(
+                self.interface, self.window.profile(), self.evolve_config, rho=self.window.rho, raised=raised
+            )
             if evolved is not self.interface:
                 self.interface = evolved
                 if self.accelerator.is_main_process:

@@ -1,0 +1,165 @@
+"""A user environment's tasks from its dataset: rows, ids, categories, and the split held out for evaluation.
+
+Sources (`EnvironmentSpec.dataset`): a JSONL file (read here, no `datasets` import), another data file (`.json`,
+`.csv`, `.parquet`: `datasets`' own loaders), a folder saved with `save_to_disk`, or a `datasets` repo id at
+`dataset_revision`. `datasets` is imported only when one of those needs it (`import seal_hub.interface` and the
+config checks stay light).
+
+Each row is one task: a `prompt` column (a string, or a list of chat messages as TRL takes them) and any columns
+`reset(**row)` reads (the whole row goes to reset, as TRL passes it). The task id is the `id` column if the
+dataset has one, else the row's index; the category is the `category` column, else one category, `default`. An
+`expects_call` column false marks a task where no tool call belongs (its labels: `seal_hub.envs.user.labels`).
+
+The held-out split is named or made, and never trained on: a `split` column, or the dataset's own split names
+(a repo with `train` and `test`): rows named `train` train, every other name is held out; otherwise a seeded
+fraction of every category (`eval_fraction`, 20% by default, at least one task of a category with two) is held
+out. `all` is every row; a category is its rows.
+
+Not covered: what reset does with a row (the user's class), the episode (`seal_hub.envs.user.episode`).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from seal_hub.envs.protocol import Message
+from seal_hub.envs.user.load import EnvironmentError
+from seal_hub.envs.user.spec import EnvironmentSpec
+
+DEFAULT_CATEGORY = "default"
+TRAIN = "train"
+
+
+@dataclass(frozen=True)
+class UserTask:
+    """One dataset row as a task: its id, category, first messages, the row reset receives, and its split."""
+
+    id: str
+    category: str
+    messages: tuple[Message, ...]
+    row: Mapping[str, Any] = field(compare=False)
+    index: int = 0
+    split: str | None = None  # the split the dataset names for it (None: the split is made)
+    expects_call: bool = True
+
+
+def _jsonl(path: Path) -> list[dict[str, Any]]:
+    rows = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except ValueError as exc:
+            raise EnvironmentError(f"dataset {path}: line {number} is not JSON ({exc.msg})") from None
+        if not isinstance(row, dict):
+            raise EnvironmentError(f"dataset {path}: line {number} is not a JSON object")
+        rows.append(row)
+    return rows
+
+
+def read_rows(spec: EnvironmentSpec) -> list[tuple[str | None, dict[str, Any]]]:
+    """Every row of the dataset, with the name of the dataset split it came from (None for a single file)."""
+    path = Path(spec.dataset).expanduser()
+    if path.is_file() and path.suffix == ".jsonl":
+        return [(None, row) for row in _jsonl(path)]
+    try:
+        import datasets
+    except ImportError:  # pragma: no cover - datasets is a dependency of the package
+        raise EnvironmentError(f"dataset {spec.dataset}: reading it needs the datasets package") from None
+    try:
+        if path.is_file():
+            loader = {".json": "json", ".csv": "csv", ".parquet": "parquet"}.get(path.suffix)
+            if loader is None:
+                raise EnvironmentError(f"dataset {path}: use a .jsonl, .json, .csv or .parquet file, or a folder")
+            loaded: Any = datasets.load_dataset(loader, data_files=str(path))
+        elif path.is_dir():
+            loaded = datasets.load_from_disk(str(path))
+        else:
+            loaded = datasets.load_dataset(spec.dataset, revision=spec.dataset_revision)
+    except EnvironmentError:
+        raise
+    except Exception as exc:  # noqa: BLE001 -- datasets' many error types: one line naming the dataset
+        raise EnvironmentError(f"dataset {spec.dataset_ref}: cannot be read ({type(exc).__name__}: {exc})") from None
+    if isinstance(loaded, datasets.Dataset):
+        return [(None, dict(row)) for row in loaded]
+    named = len(loaded) > 1  # one split (a data file's 'train') names nothing
+    return [(name if named else None, dict(row)) for name, part in loaded.items() for row in part]
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):  # content parts: the text ones
+        return "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+    return str(content)
+
+
+def prompt_messages(prompt: Any, where: str) -> tuple[Message, ...]:
+    """A row's `prompt` as chat messages: a string is one user message; a list of {role, content} is taken as is."""
+    if isinstance(prompt, str):
+        return (Message("user", prompt),)
+    if isinstance(prompt, list) and prompt and all(isinstance(m, dict) and "role" in m for m in prompt):
+        return tuple(Message(str(m["role"]), _text(m.get("content", ""))) for m in prompt)
+    raise EnvironmentError(
+        f"{where}: prompt must be a string or a list of chat messages ({{'role', 'content'}}), got "
+        f"{type(prompt).__name__}"
+    )
+
+
+def load_tasks(spec: EnvironmentSpec) -> dict[str, UserTask]:
+    """The dataset's rows as tasks, by id, in the dataset's order; a row without a prompt, or a repeated id, is an
+    `EnvironmentError` naming the dataset and the row."""
+    rows = read_rows(spec)
+    if not rows:
+        raise EnvironmentError(f"dataset {spec.dataset_ref} has no rows")
+    tasks: dict[str, UserTask] = {}
+    for index, (split_name, row) in enumerate(rows):
+        where = f"dataset {spec.dataset_ref}, row {index}"
+        if "prompt" not in row:
+            raise EnvironmentError(f"{where}: no 'prompt' column (columns: {', '.join(map(str, row))})")
+        task_id = str(row["id"]) if row.get("id") is not None else str(index)
+        if task_id in tasks:
+            raise EnvironmentError(f"{where}: id {task_id!r} is used twice; ids must be unique")
+        split = row.get("split") if row.get("split") is not None else split_name
+        expects = row.get("expects_call")
+        tasks[task_id] = UserTask(
+            id=task_id,
+            category=str(row.get("category") or DEFAULT_CATEGORY),
+            messages=prompt_messages(row["prompt"], where),
+            row=row,
+            index=index,
+            split=str(split) if split is not None else None,
+            expects_call=expects is None or bool(expects),
+        )
+    return tasks
+
+
+def names_split(tasks: Mapping[str, UserTask]) -> bool:
+    """Whether the dataset names every row's split."""
+    return all(task.split is not None for task in tasks.values())
+
+
+def held_out(tasks: Mapping[str, UserTask], fraction: float, seed: int, made: bool = False) -> frozenset[str]:
+    """The ids held out for evaluation: the named split (every name but `train`), unless `made` or some row names
+    none; else a seeded `fraction` of every category (rounded, at least one of a category with two or more tasks,
+    never all of it)."""
+    if not made and names_split(tasks):
+        return frozenset(task.id for task in tasks.values() if task.split != TRAIN)
+    rng = random.Random(seed)
+    chosen: list[str] = []
+    categories: dict[str, list[str]] = {}
+    for task in tasks.values():
+        categories.setdefault(task.category, []).append(task.id)
+    for ids in categories.values():
+        if len(ids) < 2:
+            continue
+        ids = list(ids)
+        rng.shuffle(ids)
+        chosen += ids[: min(len(ids) - 1, max(1, round(fraction * len(ids))))]
+    return frozenset(chosen)
