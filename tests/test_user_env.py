@@ -408,8 +408,8 @@ def test_train_with_environment_and_dataset_publishes_the_three_artifacts_and_ev
 
     from seal_hub.hub.loading import load_interface
 
-    published = load_interface(f"local://{RUN}-env@v{len(snapshots) - 1}")
-    assert published.user_environment.source_sha256 == suite.source_sha256
+    published = load_interface(f"local://{RUN}-env@v1")  # the evolved version step 2 trained against
+    assert published.parent == "v0" and published.user_environment.source_sha256 == suite.source_sha256
 
     evaluated = tmp_path / "eval"
     eval_flags = ["--model", str(tiny_dir), "--adapter", f"local://{RUN}-adapter@iter-2"]
@@ -419,3 +419,7 @@ def test_train_with_environment_and_dataset_publishes_the_three_artifacts_and_ev
     results = json.loads((evaluated / "results.json").read_text())
     assert results["suite"] == PANTRY and results["num_tasks"] == len(test_ids)
     assert capsys.readouterr().out.strip().splitlines()[-1].startswith(f"eval {PANTRY}: avg ")
+    # the published version alone names its environment: --interface without --environment / --dataset
+    by_version = ["--model", str(tiny_dir), "--interface", f"local://{RUN}-env@v1", "--limit", "1"]
+    assert cli_main(["eval", *by_version, "--output_dir", str(tmp_path / "eval-v1"), "--no_progress"]) == 0
+    assert json.loads((tmp_path / "eval-v1" / "results.json").read_text())["suite"] == PANTRY

@@ -481,6 +481,9 @@ def make_parser(prog: str | None = None) -> TrlParser:
     return TrlParser((SealScriptArguments, SealConfig, PolicyConfig), prog=prog)
 
 
+DEMO_SUITE_KEYS = ("categories", "num_train_tasks")  # the demo config's choice of bfcl-single tasks
+
+
 def with_default_config(argv: Sequence[str]) -> list[str]:
     """`argv` with `--config PATH` (also given as `--config=PATH`), or the packaged CPU demo's when it has none."""
     argv = list(argv)
@@ -492,13 +495,20 @@ def with_default_config(argv: Sequence[str]) -> list[str]:
 
 def run(argv: Sequence[str] | None = None, prog: str = "seal-hub train") -> int:
     """Parse `argv` (default: the command line) and train; the process exit code. A config the dataclasses
-    refuse, or a published reference to fix, is one line on stderr and exit code 2, no traceback."""
-    argv = with_default_config(sys.argv[1:] if argv is None else argv)
+    refuse, or a published reference to fix, is one line on stderr and exit code 2, no traceback. A user
+    environment on the CPU demo's config (no --config) keeps the demo's settings but not its suite's task choice
+    (`DEMO_SUITE_KEYS`, unless given as flags)."""
+    given = list(sys.argv[1:] if argv is None else argv)
+    argv = with_default_config(given)
     try:
         args = make_parser(prog).parse_args_and_config(argv)
     except (ValueError, OSError) as exc:  # the field and the fix (`__post_init__`), or an unreadable --config
         print(f"{prog}: error: {exc}", file=sys.stderr)
         return 2
+    if args[0].environment is not None and argv != given:  # the demo's config under a user environment
+        for key in DEMO_SUITE_KEYS:
+            if f"--{key}" not in given:
+                setattr(args[0], key, None)
     try:
         main(*args)
     except (
