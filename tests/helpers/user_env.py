@@ -69,19 +69,26 @@ class Pantry:
 
 
 PANTRY = "helpers.user_env:Pantry"
-PANTRY_ROWS = [
-    {"id": f"stock-{i}", "prompt": f"Put {i} apples in the pantry.", "target": {"apple": i}, "category": "stock"}
-    for i in range(1, 5)
-] + [
-    {
-        "id": f"take-{i}",
-        "prompt": [{"role": "system", "content": "You keep a pantry."}, {"role": "user", "content": "Take one pear."}],
-        "start": {"pear": i},
-        "target": {"pear": i - 1},
-        "category": "take",
-    }
-    for i in range(1, 5)
-] + [{"id": "chat", "prompt": "Say hello.", "expects_call": False, "category": "chat"}]
+PANTRY_ROWS = (
+    [
+        {"id": f"stock-{i}", "prompt": f"Put {i} apples in the pantry.", "target": {"apple": i}, "category": "stock"}
+        for i in range(1, 5)
+    ]
+    + [
+        {
+            "id": f"take-{i}",
+            "prompt": [
+                {"role": "system", "content": "You keep a pantry."},
+                {"role": "user", "content": "Take one pear."},
+            ],
+            "start": {"pear": i},
+            "target": {"pear": i - 1},
+            "category": "take",
+        }
+        for i in range(1, 5)
+    ]
+    + [{"id": "chat", "prompt": "Say hello.", "expects_call": False, "category": "chat"}]
+)
 
 
 def write_jsonl(path: Path, rows: list[dict]) -> Path:
