@@ -220,8 +220,9 @@ class InterfaceSnapshot(_Frozen):
     def is_null(self) -> bool:
         return not (self.schema_cues.enabled or self.recovery_feedback.enabled or self.capability_guidelines.enabled)
 
-    def compute_hash(self) -> str:
-        content = self.model_dump(mode="json", exclude={"created_at", "content_hash"})
+    def stored_dict(self) -> dict[str, Any]:
+        """The snapshot as its file holds it: every field, but those added later only when set (`_LATER_FIELDS`)."""
+        content = self.model_dump(mode="json")
         for path, unset in _LATER_FIELDS:
             *parents, name = path
             node = content
@@ -229,6 +230,11 @@ class InterfaceSnapshot(_Frozen):
                 node = node[part]
             if node.get(name) == unset:
                 del node[name]
+        return content
+
+    def compute_hash(self) -> str:
+        content = self.stored_dict()
+        del content["created_at"], content["content_hash"]
         canonical = json.dumps(content, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
         return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
@@ -272,7 +278,7 @@ class InterfaceSnapshot(_Frozen):
         """Write the snapshot as JSON, atomically: a temp file in the same folder, then `os.replace`."""
         if self.compute_hash() != self.content_hash:
             raise InterfaceError(f"snapshot {self.version}: content changed after it was made; not saving it")
-        return write_text(path, self.model_dump_json(indent=2) + "\n")
+        return write_text(path, json.dumps(self.stored_dict(), indent=2, ensure_ascii=False) + "\n")
 
 
 def _enum_values(prop: dict[str, Any]) -> list[Any]:
