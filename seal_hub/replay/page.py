@@ -166,6 +166,12 @@ class Viewer:
         with self._lock:
             self._suites[suite.name] = suite
 
+    @property
+    def loaded_suites(self) -> tuple[str, ...]:
+        """The names of the suites this Viewer holds (shared with `add_suite` or loaded on first use)."""
+        with self._lock:
+            return tuple(self._suites)
+
     def suite_for(self, name: str) -> Any:
         """The suite a run's episodes come from (its interface snapshots name it): their tools are its tasks'."""
         with self._lock:
