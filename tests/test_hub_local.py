@@ -352,7 +352,13 @@ def test_adapters_load_on_their_base_at_each_iteration_with_full_cards(published
             assert torch.equal(weight, saved[name]), name
     folder = fetch("alice/run1-adapter@iter-2", "model")
     metadata = card_metadata((folder / "README.md").read_text())
-    assert metadata["base_model"] == str(published["base"]) and metadata["library_name"] == "peft"
+    # the base is a folder of this machine: named by its folder's name, never its path (adapter_config.json, PEFT's
+    # loading contract, still holds the path, so the adapter loads here on its base, as above)
+    card = (folder / "README.md").read_text()
+    assert "base_model" not in metadata and metadata["seal"]["local_base"] == published["base"].name
+    assert str(published["root"]) not in card and f"`{published['base'].name}`" in card
+    assert str(published["root"]) not in registry_log(published, "alice/run1-adapter")
+    assert metadata["library_name"] == "peft"
     assert {"seal", "trl", "grpo", "tool-use"} <= set(metadata["tags"])
     assert metadata["datasets"] == ["alice/run1-trajectories"]
     assert metadata["seal"]["environment"] == "alice/run1-env@v2"
@@ -361,6 +367,13 @@ def test_adapters_load_on_their_base_at_each_iteration_with_full_cards(published
     assert result["metrics"][0] == {"type": "accuracy", "value": 0.5, "name": "BFCL multi-turn accuracy"}
     assert "model-index" not in card_metadata((fetch("alice/run1-adapter@iter-0", "model") / "README.md").read_text())
     assert (folder / "adapter_model.safetensors").is_file()
+
+
+def registry_log(published, repo_id: str) -> str:
+    """Every commit message and tag of a local registry repository (a version's title is its commit message)."""
+    namespace, name = repo_id.split("/")
+    repo = published["registry"].root / "models" / namespace / f"{name}.git"
+    return _git(repo, "log", "--all", "--format=%B") + _git(repo, "tag", "-n99")
 
 
 def _base(path: Path):

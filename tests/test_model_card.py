@@ -9,6 +9,7 @@ import json
 import re
 from pathlib import Path
 
+import pytest
 import yaml
 from helpers.tiny_run import make_trainer
 
@@ -44,14 +45,16 @@ def cards_of(out: Path) -> dict[str, str]:
     return {str(p.relative_to(out)): p.read_text() for p in sorted(out.rglob("README.md"))}
 
 
-def test_the_cards_a_run_leaves_name_the_base_by_hub_id_and_no_host_path(suite, tmp_path):
-    """A one-step LoRA run from a converted local stand-in (as the offline demo model is): TRL's card in the output
-    dir and PEFT's in each checkpoint name the Hub id it stands in for, without TRL's licence placeholder, its
-    "[None](https://huggingface.co/None)" or the model's folder anywhere."""
+@pytest.mark.parametrize("stand_in", [True, False], ids=["converted-stand-in", "plain-local-folder"])
+def test_the_cards_a_run_leaves_name_the_base_by_hub_id_and_no_host_path(suite, tmp_path, stand_in):
+    """A one-step LoRA run from a local folder: TRL's card in the output dir and PEFT's in each checkpoint hold no
+    absolute path, no TRL licence placeholder and no "[None](https://huggingface.co/None)". A converted stand-in (as
+    the offline demo model is) is named by the Hub id it stands in for; a plain folder by its folder's name."""
     from seal_hub.models import build_tiny_model
 
     base = build_tiny_model(tmp_path / "models" / "tiny")
-    (base / "seal_hub_conversion.json").write_text(json.dumps({"stands_in_for": STANDS_IN_FOR}))
+    if stand_in:
+        (base / "seal_hub_conversion.json").write_text(json.dumps({"stands_in_for": STANDS_IN_FOR}))
     trainer = make_trainer(suite, base, tmp_path, max_steps=1)
     trainer.train()
     trainer.save_model()
@@ -60,11 +63,18 @@ def test_the_cards_a_run_leaves_name_the_base_by_hub_id_and_no_host_path(suite, 
     assert set(cards) == {"README.md", "checkpoint-1/README.md"}
     for name, text in cards.items():
         front = yaml.safe_load(re.match(r"^---\n(.*?)\n---\n", text, re.S).group(1))
+        assert not re.search(r"(?<![\w:/.])/(home|root|tmp|work|Users|var)\b", text), name  # no absolute path
         assert str(tmp_path) not in text and str(base) not in text, name
-        assert "licence" not in front and front["base_model"] == STANDS_IN_FOR, name
-        assert f"base_model:adapter:{STANDS_IN_FOR}" in front["tags"] and "lora" in front["tags"], name
-        assert "huggingface.co/None" not in text, name
-    assert f"fine-tuned version of [{STANDS_IN_FOR}](https://huggingface.co/{STANDS_IN_FOR})" in cards["README.md"]
+        assert "licence" not in front and "huggingface.co/None" not in text, name
+        assert "lora" in front["tags"], name
+        if stand_in:
+            assert front["base_model"] == STANDS_IN_FOR and f"base_model:adapter:{STANDS_IN_FOR}" in front["tags"]
+        else:
+            assert "base_model" not in front and not any("base_model:" in tag for tag in front["tags"]), name
+    if stand_in:
+        assert f"fine-tuned version of [{STANDS_IN_FOR}](https://huggingface.co/{STANDS_IN_FOR})" in cards["README.md"]
+    else:
+        assert "fine-tuned version of a local model `tiny`" in cards["README.md"]
     assert "trained with SEAL" in cards["README.md"]
 
 
@@ -85,5 +95,5 @@ def test_a_card_of_a_model_only_on_this_machine_names_no_base(tmp_path):
     text = (tmp_path / "README.md").read_text()
     front = yaml.safe_load(re.match(r"^---\n(.*?)\n---\n", text, re.S).group(1))
     assert front == {"library_name": "peft", "tags": ["lora", "seal"]}
-    assert str(local) not in text and "fine-tuned version of a local model." in text
-    assert "Loaded from a local model." in text
+    assert str(local) not in text and "fine-tuned version of a local model `my-model`." in text
+    assert "Loaded from a local model `my-model`." in text

@@ -87,7 +87,11 @@ def test_a_full_fine_tune_publishes_each_checkpoint_as_a_full_model(published, r
     card = (folder / "README.md").read_text()
     meta = card_metadata(card)
     assert meta["library_name"] == "transformers" and meta["base_model_relation"] == "finetune"
-    assert meta["base_model"] == str(tiny_dir) and "full-fine-tune" in meta["tags"] and "lora" not in meta["tags"]
+    # the base was a folder of this machine: the card names it by the folder's name only, no path anywhere
+    assert "base_model" not in meta and meta["seal"]["local_base"] == tiny_dir.name
+    assert str(tiny_dir) not in card and f"A full fine-tune of `{tiny_dir.name}`" in card
+    assert str(tiny_dir) not in registry.versions(POLICY, "model")[-1].title
+    assert "full-fine-tune" in meta["tags"] and "lora" not in meta["tags"]
     assert meta["seal"]["iteration"] == 2 and meta["seal"]["trajectories"] == f"{RUN}-trajectories@iter-2"
     assert "A full fine-tune of" in card and "AutoModelForCausalLM.from_pretrained" in card and "PeftModel" not in card
     assert "full fine-tune of" in registry.versions(POLICY, "model")[-1].title
@@ -109,13 +113,15 @@ def test_each_version_loads_back_by_reference_with_its_checkpoints_weights(publi
 
 def test_the_cli_paths_put_a_full_model_on_its_base(published, registry, tiny_dir):
     """`seal-hub eval/rollout --adapter` and `--init_adapter`: resolve, check the base, attach (weights in place)."""
-    from seal_hub.hub import attach_adapter, check_base_model, resolve_reference
+    from seal_hub.hub import SourceError, attach_adapter, check_base_model, resolve_reference
     from seal_hub.models import PolicyConfig, load_policy
     from seal_hub.replay.policies import load_named
 
     resolved = resolve_reference(f"{POLICY}@iter-1", "adapter")
-    assert resolved.value.kind == "full" and resolved.value.base_model == str(tiny_dir)
-    check_base_model(resolved, str(tiny_dir))
+    assert resolved.value.kind == "full" and resolved.value.base_model == tiny_dir.name and resolved.value.local_base
+    check_base_model(resolved, str(tiny_dir))  # a local base is compared by its folder's name
+    with pytest.raises(SourceError, match="trained on base model"):
+        check_base_model(resolved, "org/other-model")
     base, _ = load_policy(PolicyConfig(model_name_or_path=str(tiny_dir)))
     assert not same_weights(base, checkpoint_weights(published, 1))
     assert attach_adapter(base, resolved) is base and same_weights(base, checkpoint_weights(published, 1))

@@ -12,7 +12,8 @@
 - Policy: a model repo (``<run>-adapter``), tag ``iter-<k>``, holding what the checkpoint's ``save_model`` wrote
   (`seal_hub.hub.policy`): for a LoRA run the PEFT files, card metadata ``library_name: peft``; for a full
   fine-tune the whole model (config, weights, tokenizer), loadable with ``AutoModelForCausalLM``, card metadata
-  ``library_name: transformers``, ``base_model_relation: finetune``. Both cards carry ``base_model``, the
+  ``library_name: transformers``, ``base_model_relation: finetune``. Both cards name the base model
+  (``base_model`` when it has a Hub id; a folder of this machine by its name only: `seal_hub.hub.cards.card_base`), the
   seal/trl/grpo/tool-use tags, the dataset, the environment version and, when given, evaluation results as
   ``model-index``. The repository keeps its ``-adapter`` name for both kinds, so a run's three names never depend
   on how it was trained.
@@ -40,7 +41,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from seal_hub.hub.cards import EvalScore, Link, adapter_card, dataset_card, environment_card, published_base
+from seal_hub.hub.cards import (
+    EvalScore,
+    Link,
+    adapter_card,
+    card_base,
+    dataset_card,
+    environment_card,
+    published_base,
+)
 from seal_hub.hub.policy import ADAPTER_CONFIG, policy_files
 from seal_hub.hub.registry import (
     HubError,
@@ -326,7 +335,7 @@ def publish_adapter(
         _write(folder, "README.md", card)
         _write(folder, ".gitattributes", GITATTRIBUTES)
         what = "LoRA adapter on" if kind == "adapter" else "full fine-tune of"
-        message = f"{tag}: {what} {base_model}" + (
+        message = f"{tag}: {what} {card_base(base_model)[0]}" + (
             ", " + ", ".join(f"{r.metric} {r.value}" for r in results) if results else ""
         )
         return registry.push(repo_id, "model", folder, tag=tag, message=message)

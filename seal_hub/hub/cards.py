@@ -9,7 +9,8 @@ two artifacts at the matching revision, as `repo@revision` and as a Hub URL (``h
 describes the published artifact, and stays byte-identical when a local version is synced to the Hub).
 
 Design choice: cards are built only from the arguments given here (ids, revisions, numbers, the snapshot), never
-from the environment, so no token or local path can slip into one unless passed in on purpose.
+from the environment, so no token or local path can slip into one unless passed in on purpose; a base model given as
+a folder of this machine is named by its folder's name (`card_base`), never by its path.
 
 `correct_training_card` is the one card written outside a registry: the README.md TRL and PEFT leave in a training
 folder, corrected in place (the trainer calls it after each save), so pushing that folder publishes no host path.
@@ -77,16 +78,25 @@ def published_base(base_model: str) -> tuple[str, str | None]:
     return note["stands_in_for"], weights
 
 
+def card_base(base_model: str) -> tuple[str, str | None]:
+    """How a card names the model a policy was trained from: (the name it shows, its Hub id or None). A Hub id as
+    given; a converted local stand-in by the Hub id it stands in for (`published_base`); any other folder of this
+    machine by its folder's name alone (no Hub id: the card's ``base_model`` stays unset), never by its path."""
+    named = published_base(base_model)[0]
+    if _is_path(named):
+        return Path(named).expanduser().resolve().name or "a local model", None
+    return named, named
+
+
 TRL_UNKNOWN_BASE = "[None](https://huggingface.co/None)"  # TRL's card when the base model is a local folder
-LOCAL_BASE = "a local model"
 
 
 def correct_training_card(folder: str | Path, base_model: str | None) -> None:
     """Make the README.md that TRL (`create_model_card`) and PEFT (`save_pretrained`) write into a training folder
     (the output dir, each checkpoint) say what it should: TRL's placeholder ``licence: license`` goes, and the base
-    model is its Hub id (a converted stand-in's: `published_base`) or, for a model only on this machine, named as
-    "a local model", never by its path: in ``base_model``, in PEFT's ``base_model:adapter:...`` tag and in TRL's
-    "fine-tuned version of [None](https://huggingface.co/None)". No README.md there: nothing to do."""
+    model is its Hub id (a converted stand-in's: `card_base`) or, for a model only on this machine, named as "a
+    local model `<folder name>`", never by its path: in ``base_model``, in PEFT's ``base_model:adapter:...`` tag and
+    in TRL's "fine-tuned version of [None](https://huggingface.co/None)". No README.md there: nothing to do."""
     from huggingface_hub import ModelCard, ModelCardData
 
     path = Path(folder) / "README.md"
@@ -94,11 +104,14 @@ def correct_training_card(folder: str | Path, base_model: str | None) -> None:
         return
     card = ModelCard(path.read_text(encoding="utf-8"))
     named = published_base(base_model)[0] if base_model else None
-    hub_id = None if named is None or _is_path(named) else named
+    shown, hub_id = card_base(base_model) if base_model else ("", None)
     data = card.data.to_dict()
     written = data.get("base_model") if isinstance(data.get("base_model"), str) else None  # PEFT's: the config's
+    if not shown and written:
+        shown = card_base(written)[0]
     local = {str(p) for p in (base_model, named, written) if p and _is_path(p)}
     local |= {str(Path(p).expanduser().resolve()) for p in local}
+    local_name = f"a local model `{shown}`" if shown else "a local model"
     data.pop("licence", None)  # TRL's `licence="license"`: a placeholder, not the model's licence
     data.pop("base_model", None)
     if hub_id:
@@ -111,9 +124,9 @@ def correct_training_card(folder: str | Path, base_model: str | None) -> None:
         tags.append(tag.replace(found[0], hub_id) if found else tag)
     if "tags" in data:
         data["tags"] = list(dict.fromkeys(tags))
-    body = card.text.replace(TRL_UNKNOWN_BASE, f"[{hub_id}]({HUB_URL}/{hub_id})" if hub_id else LOCAL_BASE)
+    body = card.text.replace(TRL_UNKNOWN_BASE, f"[{hub_id}]({HUB_URL}/{hub_id})" if hub_id else local_name)
     for place in sorted(local, key=len, reverse=True):
-        body = body.replace(place, hub_id or LOCAL_BASE)
+        body = body.replace(place, hub_id or local_name)
     card.data, card.text = ModelCardData(**data), body
     path.write_text(str(card), encoding="utf-8")
 
@@ -172,7 +185,8 @@ def adapter_card(
 ) -> str:
     """The policy's README: the datasets, the environment version, model-index when scored, and, by `kind`, PEFT
     metadata (``"adapter"``) or a full fine-tune's (``"full"``: ``library_name: transformers``,
-    ``base_model_relation: finetune``, tag ``full-fine-tune``; body from ``model.md``)."""
+    ``base_model_relation: finetune``, tag ``full-fine-tune``; body from ``model.md``). A base model only on this
+    machine (`card_base`) leaves ``base_model`` unset and is named by its folder's name (``seal.local_base``)."""
     if kind not in ("adapter", "full"):
         raise ValueError(f"kind={kind!r} is not 'adapter' or 'full'")
     from huggingface_hub import EvalResult, ModelCardData
@@ -192,8 +206,9 @@ def adapter_card(
         for r in results
     ]
     full = kind == "full"
+    shown, hub_id = card_base(base_model)
     data = ModelCardData(
-        base_model=base_model,
+        base_model=hub_id,
         base_model_relation="finetune" if full else None,
         library_name="transformers" if full else "peft",
         pipeline_tag="text-generation",
@@ -201,9 +216,16 @@ def adapter_card(
         datasets=[link.repo_id for link in links if link.role == "trajectories"] or None,
         model_name=repo_id if evals else None,
         eval_results=evals or None,
-        seal=_seal_metadata(links, derived_from, iteration=iteration, revision=tag, base_weights=base_weights),
+        seal=_seal_metadata(
+            links,
+            derived_from,
+            iteration=iteration,
+            revision=tag,
+            base_weights=base_weights,
+            local_base=None if hub_id else shown,
+        ),
     )
-    base_url = None if _is_path(base_model) else f"{HUB_URL}/{base_model}"
+    base_url = f"{HUB_URL}/{hub_id}" if hub_id else None
     ref = f"hf://{repo_id}@{tag}"
     return _render(
         "model" if full else "adapter",
@@ -211,7 +233,7 @@ def adapter_card(
         repo_id=repo_id,
         tag=tag,
         ref=ref,
-        base_model=base_model,
+        base_model=shown,
         base_model_url=base_url,
         base_weights=base_weights,
         iteration=iteration,

@@ -75,7 +75,8 @@ def load_trajectories(ref: str | Ref, config: str = "trajectories") -> Dataset:
 
 def adapter_base(folder: Path) -> tuple[str, str | None]:
     """The base model id (and revision) a policy folder names: card metadata first, then (adapters)
-    adapter_config.json. A full fine-tune's base is the model it was fine-tuned from, which only its card names."""
+    adapter_config.json. A full fine-tune's base is the model it was fine-tuned from, which only its card names; one
+    trained from a folder of this machine, by that folder's name (``seal.local_base``: `base_is_local`)."""
     from seal_hub.hub.cards import card_metadata
     from seal_hub.hub.policy import ADAPTER_CONFIG, policy_kind
     from seal_hub.models import parse_model_id
@@ -89,12 +90,27 @@ def adapter_base(folder: Path) -> tuple[str, str | None]:
     config = json.loads((folder / ADAPTER_CONFIG).read_text(encoding="utf-8")) if kind == "adapter" else {}
     readme = folder / "README.md"
     card = card_metadata(readme.read_text(encoding="utf-8")) if readme.is_file() else {}
-    base = card.get("base_model") or config.get("base_model_name_or_path")
+    base = card.get("base_model") or config.get("base_model_name_or_path") or _local_base(card)
     if not base:
         where = "the card" if kind == "full" else f"neither the card nor {ADAPTER_CONFIG}"
         raise HubError(f"{folder}: {where} names the base model; pass base=...")
     repo_id, revision = parse_model_id(base)
     return repo_id, revision or config.get("revision")
+
+
+def _local_base(card: dict[str, Any]) -> str | None:
+    seal = card.get("seal")
+    return seal.get("local_base") if isinstance(seal, dict) else None
+
+
+def base_is_local(folder: Path) -> bool:
+    """Whether a policy folder's card names its base only by a local folder's name (no Hub id, no path)."""
+    from seal_hub.hub.cards import card_metadata
+    from seal_hub.hub.policy import ADAPTER_CONFIG
+
+    readme = folder / "README.md"
+    card = card_metadata(readme.read_text(encoding="utf-8")) if readme.is_file() else {}
+    return not card.get("base_model") and not (folder / ADAPTER_CONFIG).is_file() and bool(_local_base(card))
 
 
 def load_adapter(

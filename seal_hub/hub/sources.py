@@ -107,12 +107,14 @@ class Source:
 @dataclass(frozen=True)
 class PublishedAdapter:
     """A published policy folder and the base model it was trained from (card metadata, else adapter_config.json);
-    `kind` 'adapter' (PEFT files) or 'full' (a full fine-tune: the whole model)."""
+    `kind` 'adapter' (PEFT files) or 'full' (a full fine-tune: the whole model). `local_base`: the base was a folder
+    of the machine that trained it, which the card names by the folder's name alone (`base_model` is that name)."""
 
     folder: Path
     base_model: str
     base_revision: str | None = None
     kind: PolicyKind = "adapter"
+    local_base: bool = False
 
     @property
     def base(self) -> str:
@@ -147,7 +149,7 @@ def _load(kind: Kind, folder: Path, where: str) -> Any:
         if not (folder / INTERFACE_FILE).is_file():
             raise HubError(f"{where}: this revision holds no {INTERFACE_FILE}; is it an environment (<run>-env) repo?")
         return load_snapshot(folder / INTERFACE_FILE)
-    from seal_hub.hub.loading import adapter_base
+    from seal_hub.hub.loading import adapter_base, base_is_local
     from seal_hub.hub.policy import ADAPTER_CONFIG, MODEL_CONFIG, policy_kind
 
     try:
@@ -158,7 +160,7 @@ def _load(kind: Kind, folder: Path, where: str) -> Any:
             "repository?"
         ) from None
     base_model, base_revision = adapter_base(folder)
-    return PublishedAdapter(folder, base_model, base_revision, kind)
+    return PublishedAdapter(folder, base_model, base_revision, kind, base_is_local(folder))
 
 
 def resolve_reference(ref: str | Ref, kind: Kind, *, registry: Registry | None = None) -> Resolved[Any]:
@@ -243,6 +245,8 @@ def check_base_model(adapter: Resolved[PublishedAdapter], model: str, revision: 
     want_id, want_revision = _model_identity(adapter.value.base)
     have_id, have_revision = _model_identity(model)
     have_revision = revision if revision not in (None, "main") else have_revision
+    if adapter.value.local_base:  # the card names a local base by its folder's name only: compare names
+        have_id = Path(have_id).name
     same = want_id == have_id and (want_revision is None or have_revision is None or want_revision == have_revision)
     if not same:
         theirs = want_id + (f"@{want_revision}" if want_revision else "")

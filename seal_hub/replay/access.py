@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from pathlib import Path
 
 from seal_hub.hub.registry import _REPO_ID, HubError, Ref, configured_backend
 from seal_hub.replay.episodes import ReplayError
@@ -128,7 +129,8 @@ def space_policies(run: str, revision: str = "") -> tuple[str, ...]:
             continue
         base, base_revision = adapter_base(fetch(adapters.at(version.tag), "model"))
         adapter = f"{_SCHEMES[registry.backend]}{adapters.repo_id}@{version.tag}"
-        if registry.backend == "local" or _REPO_ID.match(base):  # a Hub Space cannot load a local base path
+        local = registry.backend == "local" and Path(base).expanduser().is_dir()  # a Hub Space cannot load one
+        if local or _REPO_ID.match(base):
             found.append(f"{base}@{base_revision}" if base_revision else base)
         found.append(adapter)
     return tuple(dict.fromkeys(found))
