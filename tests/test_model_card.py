@@ -76,6 +76,19 @@ def test_the_cards_a_run_leaves_name_the_base_by_hub_id_and_no_host_path(suite, 
     else:
         assert "fine-tuned version of a local model `tiny`" in cards["README.md"]
     assert "trained with SEAL" in cards["README.md"]
+    assert 'model="None"' not in cards["README.md"] and 'model="path/to/this/folder"' in cards["README.md"]
+
+
+def test_a_publishing_runs_card_quick_start_loads_its_published_policy(suite, tmp_path, monkeypatch):
+    from seal_hub.hub import PublishConfig
+    from seal_hub.models import build_tiny_model
+
+    monkeypatch.setenv("SEAL_HUB_REGISTRY", str(tmp_path / "registry"))
+    trainer = make_trainer(suite, build_tiny_model(tmp_path / "tiny"), tmp_path, max_steps=1)
+    trainer.publish = PublishConfig(run="alice/card-run", backend="local")
+    trainer.create_model_card(model_name="card-run")
+    card = (Path(trainer.args.output_dir) / "README.md").read_text()
+    assert 'pipeline("text-generation", model="alice/card-run-adapter"' in card and "None" not in card
 
 
 def test_a_card_of_a_model_only_on_this_machine_names_no_base(tmp_path):

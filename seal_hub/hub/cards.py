@@ -89,14 +89,17 @@ def card_base(base_model: str) -> tuple[str, str | None]:
 
 
 TRL_UNKNOWN_BASE = "[None](https://huggingface.co/None)"  # TRL's card when the base model is a local folder
+TRL_UNKNOWN_MODEL = 'model="None"'  # TRL's quick start without a hub_model_id (transformers' push, not used here)
 
 
-def correct_training_card(folder: str | Path, base_model: str | None) -> None:
+def correct_training_card(folder: str | Path, base_model: str | None, policy: str | None = None) -> None:
     """Make the README.md that TRL (`create_model_card`) and PEFT (`save_pretrained`) write into a training folder
     (the output dir, each checkpoint) say what it should: TRL's placeholder ``licence: license`` goes, and the base
     model is its Hub id (a converted stand-in's: `card_base`) or, for a model only on this machine, named as "a
     local model `<folder name>`", never by its path: in ``base_model``, in PEFT's ``base_model:adapter:...`` tag and
-    in TRL's "fine-tuned version of [None](https://huggingface.co/None)". No README.md there: nothing to do."""
+    in TRL's "fine-tuned version of [None](https://huggingface.co/None)". TRL's quick start loads `policy` (the
+    run's published policy repository) instead of ``model="None"``, or this folder when nothing is published. No
+    README.md there: nothing to do."""
     from huggingface_hub import ModelCard, ModelCardData
 
     path = Path(folder) / "README.md"
@@ -127,6 +130,7 @@ def correct_training_card(folder: str | Path, base_model: str | None) -> None:
     body = card.text.replace(TRL_UNKNOWN_BASE, f"[{hub_id}]({HUB_URL}/{hub_id})" if hub_id else local_name)
     for place in sorted(local, key=len, reverse=True):
         body = body.replace(place, hub_id or local_name)
+    body = body.replace(TRL_UNKNOWN_MODEL, f'model="{policy}"' if policy else 'model="path/to/this/folder"')
     card.data, card.text = ModelCardData(**data), body
     path.write_text(str(card), encoding="utf-8")
 

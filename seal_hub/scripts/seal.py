@@ -153,6 +153,10 @@ class SealScriptArguments:
             "choices": ["auto", "local", "hub"],
         },
     )
+    publish_private: bool = field(
+        default=False,
+        metadata={"help": "Create the run's Hub repositories private (publish_backend 'hub' or 'auto')."},
+    )
     sft_warmup_steps: int = field(
         default=0,
         metadata={"help": "SFT steps on the training tasks' ground truth before SEAL (format teaching); 0: none."},
@@ -203,6 +207,7 @@ class SealScriptArguments:
     def __post_init__(self) -> None:
         if self.environment is None and self.dataset is None:
             require_trainable(self.suite)  # a suite that cannot train: one line that says why, names those that can
+            self._check_publishing()
             return
         if self.environment is None or self.dataset is None:
             given, missing = ("dataset", "environment") if self.environment is None else ("environment", "dataset")
@@ -212,6 +217,13 @@ class SealScriptArguments:
                 f"sft_warmup_steps {self.sft_warmup_steps}: environment {self.environment} has no reference answers "
                 "to warm up on; set sft_warmup_steps 0"
             )
+        self._check_publishing()
+
+    def _check_publishing(self) -> None:
+        if self.publish_private and not self.publish_run:
+            raise ValueError("publish_private is set but publish_run is not: name the run ('namespace/name')")
+        if self.publish_private and self.publish_backend == "local":
+            raise ValueError("publish_private applies to the Hub only: set publish_backend hub (or auto), or drop it")
 
     def resolve_suite(self) -> Suite:
         """The suite this run trains on: the user environment, else the built-in suite (`resolve_suite`)."""
@@ -226,6 +238,20 @@ class SealScriptArguments:
                 else {}
             ),
         )
+
+
+def publish_config(script_args: SealScriptArguments, model_args: PolicyConfig) -> PublishConfig | None:
+    """Where the run publishes (`--publish_run`, `--publish_backend`, `--publish_private`; the cards name
+    `model_name_or_path` as the base model), or None: publish nothing. The one publishing surface of a run:
+    `SealConfig` refuses transformers' `push_to_hub` / `hub_model_id` / `hub_private_repo`."""
+    if not script_args.publish_run:
+        return None
+    return PublishConfig(
+        run=script_args.publish_run,
+        backend=script_args.publish_backend,
+        private=script_args.publish_private,
+        base_model=model_args.model_name_or_path,
+    )
 
 
 def task_split(suite: Suite, args: SealScriptArguments) -> Split:
@@ -341,11 +367,7 @@ def main(script_args: SealScriptArguments, training_args: SealConfig, model_args
         peft_config=peft_config,
         interface=derive_interface(environment) if environment is not None else None,
         policy_id=model_args.model_name_or_path,
-        publish=PublishConfig(
-            run=script_args.publish_run, backend=script_args.publish_backend, base_model=model_args.model_name_or_path
-        )
-        if script_args.publish_run
-        else None,
+        publish=publish_config(script_args, model_args),
         held_out_tasks=held_out_tasks(
             suite, task_split(suite, script_args).test, training_args.eval_tasks, script_args.categories
         )

@@ -118,6 +118,7 @@ class SealConfig(GRPOConfig, EvolveSettings):
     )
 
     def __post_init__(self) -> None:
+        check_not_trainer_push(self)
         if self.merge_lora_for_generation is None:
             self.merge_lora_for_generation = not torch.cuda.is_available()
         if self.bf16 is None and not torch.cuda.is_available():
@@ -166,6 +167,18 @@ class SealConfig(GRPOConfig, EvolveSettings):
         super().__post_init__()
         if self.num_generations is not None and self.num_generations < 2:
             raise ValueError("num_generations must be >= 2: GRPO's advantages compare rollouts of the same task")
+
+
+def check_not_trainer_push(config) -> None:
+    """Refuse transformers' own push of output_dir (`push_to_hub`, `hub_model_id`, `hub_private_repo`): a SEAL run
+    publishes its three artifacts itself (`seal_hub.hub.PublishConfig`: `--publish_run`, `--publish_backend`,
+    `--publish_private`), and a second, unversioned copy of the folder under another name would not link them."""
+    if config.push_to_hub or config.hub_model_id or config.hub_private_repo:
+        given = [name for name in ("push_to_hub", "hub_model_id", "hub_private_repo") if getattr(config, name)]
+        raise ValueError(
+            f"{', '.join(given)}: seal_hub does not use transformers' push of output_dir; set publish_run "
+            "'namespace/name' instead (with publish_backend hub and publish_private true for a private Hub run)"
+        )
 
 
 def check_vllm_settings(config) -> None:

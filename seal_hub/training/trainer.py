@@ -662,17 +662,26 @@ class SealTrainer(GRPOTrainer):
                     shutil.copy2(path, target / path.name)
         self._correct_card(output_dir or self.args.output_dir)
 
+    def push_to_hub(self, *args, **kwargs):
+        """Refused: transformers' push of output_dir would publish an unversioned copy under another name; a SEAL
+        run publishes its three artifacts per checkpoint (`publish=PublishConfig(...)`, `publish_pending`)."""
+        raise ValueError(
+            "SealTrainer.push_to_hub: seal_hub does not use transformers' push of output_dir; give the trainer "
+            "publish=PublishConfig(run='namespace/name', backend='hub') (seal-hub train --publish_run) instead"
+        )
+
     def create_model_card(self, *args, **kwargs) -> None:
         super().create_model_card(*args, **kwargs)
         self._correct_card(self.args.output_dir)
 
     def _correct_card(self, folder: str | Path) -> None:
-        """The README.md TRL and PEFT wrote into `folder`, its base model named by Hub id and no host path in it
-        (`seal_hub.hub.cards.correct_training_card`)."""
+        """The README.md TRL and PEFT wrote into `folder`, its base model named by Hub id, its quick start loading
+        the run's published policy, and no host path in it (`seal_hub.hub.cards.correct_training_card`)."""
         if self.is_world_process_zero():
             from seal_hub.hub.cards import correct_training_card
 
-            correct_training_card(folder, self._base_model())
+            policy = self.publish.repos.adapter if self.publish is not None else None
+            correct_training_card(folder, self._base_model(), policy)
 
     def _base_model(self) -> str | None:
         """What the policy was trained from, as its cards name it: `PublishConfig.base_model`, else the model's own
