@@ -63,7 +63,7 @@ def publish_run(root: Path, adapters: int) -> None:
     from space_load import real_records, synthetic_iteration
     from transformers import AutoModelForCausalLM
 
-    from seal_hub.hub import get_registry, publish_adapter, publish_trajectories
+    from seal_hub.hub import get_registry, publish_policy, publish_trajectories
 
     registry = get_registry("local")
     suite, trajectories, rows = real_records(root, 2)
@@ -77,7 +77,7 @@ def publish_run(root: Path, adapters: int) -> None:
                 if "lora_" in name:
                     param.normal_(0, 0.02, generator=torch.Generator().manual_seed(k))
         lora.save_pretrained(root / f"adapter-{k}")
-        publish_adapter(f"{RUN}-adapter", k, root / f"adapter-{k}", registry=registry)
+        publish_policy(f"{RUN}-adapter", k, root / f"adapter-{k}", registry=registry)
 
 
 def serve(root: Path, port: int, args: argparse.Namespace) -> subprocess.Popen:

@@ -1,4 +1,4 @@
-"""A published learning-interface version as an environment to step, for any training code (no SealTrainer needed).
+"""A published environment version as an environment to step, for any training code (no SealTrainer needed).
 
 `load_environment("alice/run1-env@v3")` resolves the reference once to a commit
 (`seal_hub.hub.sources.resolve_reference`) and returns an `Environment` over the tasks of the suite that version

@@ -5,7 +5,7 @@ Under a run's output directory:
     iterations/step_000001/trajectories.parquet   the rollouts that fed optimizer step 1
                          /diagnoses.parquet       their labels and weights (`diagnosis_rows`)
                          /metrics.json            success rate, label profile, rho, mean weight, interface
-    interfaces/v0.json, v1.json, ...              every interface version made (`SnapshotStore`)
+    interfaces/v0.json, v1.json, ...              every environment version made (`SnapshotStore`)
     run_config.json                               the policy and SEAL's switches (what `seal-hub report` names)
     checkpoint-N/trainer_state.json               transformers' trainer state; its stateful_callbacks hold
                                                   SEAL's loop state (`seal_hub.training.loop_state`): rho, its window,
@@ -13,7 +13,7 @@ Under a run's output directory:
 
 Every file of ours is written atomically (temporary file, then rename). A run killed at any point and relaunched
 on the same directory resumes from its last complete checkpoint N (`last_checkpoint`: one whose trainer state,
-the last file transformers writes, reads whole and holds SEAL's state): iteration folders, interface versions
+the last file transformers writes, reads whole and holds SEAL's state): iteration folders, environment versions
 and unfinished checkpoint folders made after N are removed first and made again, so no trajectory is lost or
 duplicated and no version is skipped.
 
@@ -169,7 +169,7 @@ def is_complete(checkpoint_dir: str | Path) -> bool:
 
 def prune_after(output_dir: str | Path, step: int, store: SnapshotStore, keep_versions: set[str]) -> None:
     """Remove what a run made after `step` (a resume from checkpoint-`step`, or 0 for a fresh start): iteration
-    folders, interface versions not in `keep_versions`, and this run's checkpoint folders (a folder counts as
+    folders, environment versions not in `keep_versions`, and this run's checkpoint folders (a folder counts as
     this run's when its step has iteration records; any other folder is left alone)."""
     for folder in Path(output_dir).glob("checkpoint-*"):
         made = checkpoint_step(folder)

@@ -206,7 +206,7 @@ def test_zero3_one_rank_killed_mid_step_ends_the_launch_and_a_relaunch_resumes(t
     # every rank holds the same loop state and saw the same rollouts, the ones the records hold
     assert rank0["loop"] == rank1["loop"]
     assert rank0["steps"] == rank1["steps"] == {"2": recorded(out, 2)}
-    # as the uninterrupted run: the same rollouts in each iteration, rho, window and interface versions, the same
+    # as the uninterrupted run: the same rollouts in each iteration, rho, window and environment versions, the same
     # interfaces (but for the time each was made) and the same weights, which the steps did change
     assert [recorded(out, k) for k in (1, 2)] == [recorded(reference / "run", k) for k in (1, 2)]
     for theirs in ranks(reference / "probe"):

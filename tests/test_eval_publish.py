@@ -12,7 +12,7 @@ from helpers.hub_artifacts import adapter
 from helpers.hub_double import TOKEN, HubDouble, talk_to
 
 from seal_hub.cli import main
-from seal_hub.hub import LocalRegistry, Ref, load_trajectories, publish_adapter
+from seal_hub.hub import LocalRegistry, Ref, load_trajectories, publish_policy
 from seal_hub.hub.cards import card_metadata
 from seal_hub.hub.loading import fetch
 
@@ -70,7 +70,7 @@ def test_publish_to_the_local_registry(models, tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("SEAL_HUB_REGISTRY", str(tmp_path / "registry"))
     monkeypatch.setenv("SEAL_HUB_BACKEND", "local")
     registry = LocalRegistry()
-    version = publish_adapter("alice/run1-adapter", 0, models["adapters"][0], registry=registry)
+    version = publish_policy("alice/run1-adapter", 0, models["adapters"][0], registry=registry)
     weights = (models["adapters"][0] / "adapter_model.safetensors").read_bytes()
     lines = _eval_and_publish(
         models, tmp_path / "out", "local://alice/run1-adapter@iter-0", "local://alice/run1-eval", capsys
@@ -91,7 +91,7 @@ def test_publish_to_the_local_registry(models, tmp_path, capsys, monkeypatch):
     assert len(registry.versions("alice/run1-adapter", "model")) == 2
 
     # a version that is no longer the head of main cannot carry scores on its card
-    publish_adapter("alice/run1-adapter", 1, models["adapters"][1], registry=registry)
+    publish_policy("alice/run1-adapter", 1, models["adapters"][1], registry=registry)
     code = main(
         ["eval", "--model", str(models["base"]), "--adapter", "local://alice/run1-adapter@iter-0", "--limit", "2"]
         + ["--max_new_tokens", "4", "--output_dir", str(tmp_path / "old"), "--no_progress"]
@@ -113,7 +113,7 @@ def test_publish_to_the_hub_double(models, tmp_path, capsys, monkeypatch):
 
     with HubDouble(token=TOKEN) as double:
         talk_to(monkeypatch, double, tmp_path)
-        version = publish_adapter("alice/run2-adapter", 0, models["adapters"][0], registry=HubRegistry())
+        version = publish_policy("alice/run2-adapter", 0, models["adapters"][0], registry=HubRegistry())
         weights = (models["adapters"][0] / "adapter_model.safetensors").read_bytes()
         lines = _eval_and_publish(
             models, tmp_path / "out", "hf://alice/run2-adapter@iter-0", "alice/run2-eval", capsys

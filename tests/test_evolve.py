@@ -238,7 +238,7 @@ def test_rho_window_steps_every_step_and_resets_every_epoch():
     rho = window.step([])  # empty window: every target is its base
     assert rho[L.MISSING_TOOL_CALL] == 1.51025390625 + 0.25 * (1.5 - 1.51025390625)
     assert rho is not window.rho  # callers get a copy
-    frozen = RhoWindow(EvolveConfig(closed_loop_rho=False))
+    frozen = RhoWindow(EvolveConfig(closed_loop=False))
     assert frozen.step([failed, passed]) == DEFAULT_RHO and frozen.profile().turns == 8
 
 

@@ -26,9 +26,9 @@ from seal_hub.hub import (
     RepoNotFoundError,
     RevisionNotFoundError,
     RunRepos,
-    publish_adapter,
     publish_interface,
     publish_iteration,
+    publish_policy,
 )
 from seal_hub.hub.cards import card_metadata
 from seal_hub.hub.hf import HubRegistry
@@ -189,21 +189,21 @@ def test_a_hub_version_syncs_back_into_a_local_registry(online, tmp_path):
 
 def test_a_hub_push_interrupted_before_its_commit_or_its_tag_leaves_the_previous_version_latest(hub, models):
     registry = HubRegistry()
-    first = publish_adapter("alice/ad", 0, models["adapters"][0], registry=registry)
+    first = publish_policy("alice/ad", 0, models["adapters"][0], registry=registry)
     objects = len(hub.lfs)
     hub.fail_commits = True
     with pytest.raises(HubError, match="alice/ad@iter-1") as failed:
-        publish_adapter("alice/ad", 1, models["adapters"][1], registry=registry)
+        publish_policy("alice/ad", 1, models["adapters"][1], registry=registry)
     assert "500" in str(failed.value)
     assert len(hub.lfs) > objects  # the weights were uploaded, yet no version names them
     assert [v.tag for v in registry.versions("alice/ad", "model")] == ["iter-0"]
     assert registry.resolve(Ref("alice/ad", "model")) == first.commit
     hub.fail_commits, hub.fail_tags = False, True
     with pytest.raises(HubError, match="alice/ad@iter-1"):
-        publish_adapter("alice/ad", 1, models["adapters"][1], registry=registry)
+        publish_policy("alice/ad", 1, models["adapters"][1], registry=registry)
     assert [v.tag for v in registry.versions("alice/ad", "model")] == ["iter-0"]  # committed, but not a version
     hub.fail_tags = False
-    second = publish_adapter("alice/ad", 1, models["adapters"][1], registry=registry)
+    second = publish_policy("alice/ad", 1, models["adapters"][1], registry=registry)
     assert [v.tag for v in registry.versions("alice/ad", "model")] == ["iter-0", "iter-1"]
     assert second.commit == registry.resolve(Ref("alice/ad", "model"))
     assert len(_commits(hub, "model", "alice/ad")) == 3  # initial, iter-0, iter-1: the retry added no commit

@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -48,3 +50,24 @@ def test_the_parser_places_entries_by_indentation():
         "## Layout\n\n```\nseal_hub/\n  a.py   x\n  pkg/   y\n    b.py  z\n           more text\n  c.py\ntests/\n```\n"
     )
     assert layout_paths(page) == {"seal_hub/a.py", "seal_hub/pkg", "seal_hub/pkg/b.py", "seal_hub/c.py"}
+
+
+@pytest.mark.parametrize(
+    ("module", "old", "new"),
+    [
+        ("seal_hub.hub", "publish_adapter", "publish_policy"),
+        ("seal_hub.hub", "attach_adapter", "attach_policy"),
+        ("seal_hub.hub", "PublishedAdapter", "PublishedPolicy"),
+        ("seal_hub.replay", "open_source", "open_replay_source"),
+        ("seal_hub.report", "load_source", "load_input"),
+    ],
+)
+def test_a_renamed_public_name_still_works_with_a_deprecation_warning(module, old, new):
+    """docs/layout.md's Names: each renamed public name is kept as an alias of the new one, saying what to use."""
+    import importlib
+
+    package = importlib.import_module(module)
+    with pytest.warns(DeprecationWarning, match=rf"{module}\.{old} is deprecated: use {module}\.{new}"):
+        assert getattr(package, old) is getattr(package, new)
+    with pytest.raises(AttributeError):
+        package.no_such_name  # noqa: B018

@@ -1,5 +1,5 @@
 """A full fine-tune (`use_peft` off) publishes its whole model as the policy artifact, and every consumer of a
-published policy (`load_model`, `resolve_reference` + `attach_adapter`, the replay Space's loader) loads it back
+published policy (`load_model`, `resolve_reference` + `attach_policy`, the replay Space's loader) loads it back
 by ``repo@revision`` with the checkpoint's weights; a checkpoint without consolidated weights is refused."""
 
 from __future__ import annotations
@@ -113,7 +113,7 @@ def test_each_version_loads_back_by_reference_with_its_checkpoints_weights(publi
 
 def test_the_cli_paths_put_a_full_model_on_its_base(published, registry, tiny_dir):
     """`seal-hub eval/rollout --adapter` and `--init_adapter`: resolve, check the base, attach (weights in place)."""
-    from seal_hub.hub import SourceError, attach_adapter, check_base_model, resolve_reference
+    from seal_hub.hub import SourceError, attach_policy, check_base_model, resolve_reference
     from seal_hub.models import PolicyConfig, load_policy
     from seal_hub.replay.policies import load_named
 
@@ -124,14 +124,14 @@ def test_the_cli_paths_put_a_full_model_on_its_base(published, registry, tiny_di
         check_base_model(resolved, "org/other-model")
     base, _ = load_policy(PolicyConfig(model_name_or_path=str(tiny_dir)))
     assert not same_weights(base, checkpoint_weights(published, 1))
-    assert attach_adapter(base, resolved) is base and same_weights(base, checkpoint_weights(published, 1))
+    assert attach_policy(base, resolved) is base and same_weights(base, checkpoint_weights(published, 1))
     model, tokenizer = load_named(f"{POLICY}@iter-2")  # the replay Space's loader
     assert same_weights(model, checkpoint_weights(published, 2)) and tokenizer.chat_template
 
 
 def test_a_sharded_full_model_publishes_its_index_and_shards(tiny_dir, tmp_path, monkeypatch):
     import seal_hub
-    from seal_hub.hub import Ref, get_registry, publish_adapter
+    from seal_hub.hub import Ref, get_registry, publish_policy
     from seal_hub.models import PolicyConfig, load_policy
 
     model, tokenizer = load_policy(PolicyConfig(model_name_or_path=str(tiny_dir)))
@@ -143,7 +143,7 @@ def test_a_sharded_full_model_publishes_its_index_and_shards(tiny_dir, tmp_path,
     assert len(shards) > 1
     monkeypatch.setenv("SEAL_HUB_REGISTRY", str(tmp_path / "registry"))
     registry = get_registry("local")
-    publish_adapter("alice/sharded-adapter", 3, tmp_path / "model", base_model="org/tiny", registry=registry)
+    publish_policy("alice/sharded-adapter", 3, tmp_path / "model", base_model="org/tiny", registry=registry)
     folder = registry.download(Ref("alice/sharded-adapter", "model", "iter-3"))
     assert set(shards) | {"model.safetensors.index.json"} <= {p.name for p in folder.iterdir()}
     loaded = seal_hub.load_model(Ref("alice/sharded-adapter", "model", "iter-3", "local"))
@@ -154,7 +154,7 @@ def test_a_checkpoint_without_consolidated_weights_is_refused(tiny_dir, tmp_path
     """ZeRO-3 with zero3_save_16bit_model false: config.json and DeepSpeed's shards, no model.safetensors."""
     import shutil
 
-    from seal_hub.hub import LocalRegistry, publish_adapter
+    from seal_hub.hub import LocalRegistry, publish_policy
     from seal_hub.hub.policy import MissingWeightsError
 
     checkpoint = tmp_path / "checkpoint-1"
@@ -162,7 +162,7 @@ def test_a_checkpoint_without_consolidated_weights_is_refused(tiny_dir, tmp_path
     shutil.copy2(tiny_dir / "config.json", checkpoint / "config.json")
     registry = LocalRegistry(tmp_path / "registry")
     with pytest.raises(MissingWeightsError, match="DeepSpeed's shards.*zero3_save_16bit_model: true"):
-        publish_adapter("alice/zero3-adapter", 1, checkpoint, base_model="org/tiny", registry=registry)
+        publish_policy("alice/zero3-adapter", 1, checkpoint, base_model="org/tiny", registry=registry)
     assert not registry.repo_exists("alice/zero3-adapter", "model")
 
 

@@ -9,7 +9,7 @@ import shutil
 import pytest
 from helpers.replay_data import replay_world
 
-from seal_hub.replay import EpisodeFilter, ReplayError, Selection, Viewer, deep_link, open_source
+from seal_hub.replay import EpisodeFilter, ReplayError, Selection, Viewer, deep_link, open_replay_source
 from seal_hub.replay.chat import FAILED, PASSED, render_episode
 from seal_hub.replay.compare import align, alignment_markdown, interface_changes, shown_diff_html
 from seal_hub.replay.page import EPISODE_VERSION
@@ -33,7 +33,7 @@ def env(world, monkeypatch):
 
 
 def test_a_published_run_opens_with_its_iterations_revisions_and_versions(env):
-    source = open_source("local://alice/demo")
+    source = open_replay_source("local://alice/demo")
     assert list(source.iterations) == ["iter-0", "iter-1"]
     assert source.revisions == ("main", "iter-0", "iter-1") and source.versions() == ("v0", "v1")
     table = source.episodes("iter-0")
@@ -42,21 +42,21 @@ def test_a_published_run_opens_with_its_iterations_revisions_and_versions(env):
     assert [list(s.labels) for s in table.summaries] == [r["labels"] for r in rows]
     assert table.trajectory(1).turns == trajectories[1].turns
     # a revision pins what the run held then: iter-0 has only the first iteration
-    assert list(open_source("alice/demo", "iter-0").iterations) == ["iter-0"]
-    assert list(open_source("alice/demo@iter-0").iterations) == ["iter-0"]
+    assert list(open_replay_source("alice/demo", "iter-0").iterations) == ["iter-0"]
+    assert list(open_replay_source("alice/demo@iter-0").iterations) == ["iter-0"]
 
 
 def test_the_interface_versions_come_from_the_environment_repository(env):
     from helpers.replay_data import interfaces
 
-    source = open_source("alice/demo")
+    source = open_replay_source("alice/demo")
     v0, v1 = interfaces()
     assert source.interface("v1").content_hash == v1.content_hash
     assert source.interface("v0").is_null
 
 
 def test_filters_select_by_label_category_outcome_and_task_search(env):
-    table = open_source("alice/demo").episodes("iter-0")
+    table = open_replay_source("alice/demo").episodes("iter-0")
     failed = table.select(EpisodeFilter(outcome="failed"))
     assert [s.task_id for s in failed] == ["multi_turn_base_1"] and not failed[0].passed
     assert table.tasks(EpisodeFilter(label="missing_tool_call")) == ["multi_turn_base_1"]
@@ -100,7 +100,7 @@ def test_a_tool_error_shows_its_kind_and_the_hint_of_the_interface_the_agent_ran
     errors = [m for m in view.messages if m.get("metadata", {}).get("title", "").startswith("⚠️")]
     assert errors and errors[0]["metadata"]["title"] == "⚠️ missing_argument"
     assert "Hint:" not in errors[0]["content"]  # it ran under v0: no recovery feedback
-    source = open_source("alice/demo")
+    source = open_replay_source("alice/demo")
     tools = task_tools(suite, with_error.task_id)
     under_v0 = agent_view(source.interface("v0"), tools, with_error, view.last_frame)
     under_v1 = agent_view(source.interface("v1"), tools, with_error, view.last_frame)
@@ -126,7 +126,7 @@ def test_side_by_side_aligns_turns_and_diffs_the_interfaces(env, suite):
     assert pairs[1].a.calls == () and pairs[1].b.calls
     table = alignment_markdown(pairs, "A", "B")
     assert table.count("\n") == len(pairs) + 1 and "**differ**" in table
-    source = open_source("alice/demo")
+    source = open_replay_source("alice/demo")
     v0, v1 = source.interface("v0"), source.interface("v1")
     changes = interface_changes(v0, v1)
     assert "~ schema_cues.enabled: off -> on" in changes and any(c.startswith("+ hint [") for c in changes)
@@ -138,7 +138,7 @@ def test_side_by_side_aligns_turns_and_diffs_the_interfaces(env, suite):
 
 
 def test_an_evaluation_directory_and_a_training_directory_open_like_runs(env, tmp_path):
-    source = open_source(str(env["root"] / "eval"))
+    source = open_replay_source(str(env["root"] / "eval"))
     assert list(source.iterations) == ["evaluation"] and source.kind == "directory"
     table = source.episodes("evaluation")
     trajectories, rows = env["evaluation"]
@@ -154,7 +154,7 @@ def test_an_evaluation_directory_and_a_training_directory_open_like_runs(env, tm
     (run / "interfaces").mkdir()
     for snapshot in interfaces():
         snapshot.save(run / "interfaces" / f"{snapshot.version}.json")
-    training = open_source(str(run))
+    training = open_replay_source(str(run))
     assert list(training.iterations) == ["step_000001", "step_000002"] and training.versions() == ("v0", "v1")
     assert training.episodes("step_000001").summaries[0].labels == ()  # no diagnoses file: no labels
     assert training.interface("v1").content_hash == interfaces()[1].content_hash
@@ -200,7 +200,7 @@ def replace_turn(selection: Selection, turn: int) -> Selection:
         (Selection(run="alice/nothing"), "run 'alice/nothing': no repository alice/nothing-trajectories"),
         (Selection(run="alice/demo", revision="iter-9"), "iter-9"),
         (Selection(run="alice/demo", iteration="iter-7"), "iteration 'iter-7' is not in"),
-        (Selection(run="alice/demo", version="v9"), "interface version 'v9' is not in alice/demo"),
+        (Selection(run="alice/demo", version="v9"), "environment version 'v9' is not in alice/demo"),
         (Selection(run="alice/demo", task="multi_turn_base_99"), "task 'multi_turn_base_99' is not in"),
         (Selection(run="not a run"), "run 'not a run'"),
         (Selection(run="/no/such/dir"), "/no/such/dir: no such directory"),
@@ -218,37 +218,37 @@ def test_a_corrupt_parquet_file_and_a_missing_interface_version_are_named(env, t
     shutil.copytree(env["root"] / "eval", folder)
     (folder / "trajectories.parquet").write_bytes(b"PAR1 this is not parquet")
     with pytest.raises(ReplayError, match="trajectories.parquet is not a readable Parquet file"):
-        open_source(str(folder)).episodes("evaluation")
+        open_replay_source(str(folder)).episodes("evaluation")
     (folder / "trajectories.parquet").unlink()
     shutil.copy(env["root"] / "eval" / "trajectories.parquet", folder)
     (folder / "diagnoses.parquet").write_bytes(b"")
     with pytest.raises(ReplayError, match="diagnoses.parquet is not a readable Parquet file"):
-        open_source(str(folder)).episodes("evaluation")
+        open_replay_source(str(folder)).episodes("evaluation")
     # a training directory whose interface file is gone: the version is not offered, asking for it says so
     run = tmp_path / "run"
     (run / "iterations" / "step_000001").mkdir(parents=True)
     shutil.copy(env["root"] / "eval" / "trajectories.parquet", run / "iterations" / "step_000001")
     (run / "interfaces").mkdir()
     (run / "interfaces" / "v1.json").write_text(json.dumps({"version": "v1", "rho": {}}))
-    source = open_source(str(run))
+    source = open_replay_source(str(run))
     with pytest.raises(ReplayError, match="v1.json"):
         source.interface("v1")
-    with pytest.raises(ReplayError, match="interface version 'v3' is not in run"):
+    with pytest.raises(ReplayError, match="environment version 'v3' is not in run"):
         source.interface("v3")
 
 
 def test_live_plays_a_published_adapter_under_a_version_and_stops_at_its_limit(env, suite, tmp_path):
     from helpers.hub_artifacts import adapter
 
-    from seal_hub.hub import get_registry, publish_adapter
+    from seal_hub.hub import get_registry, publish_policy
     from seal_hub.replay.live import LiveLimits, LiveRequest, LiveRunner
 
     base = env["tiny"]
-    publish_adapter(
+    publish_policy(
         "alice/demo-adapter", 0, adapter(base, tmp_path / "adapter", seed=1), registry=get_registry("local")
     )
     runner = LiveRunner(suite, LiveLimits(max_steps=1, max_new_tokens=4))
-    v1 = open_source("alice/demo").interface("v1")
+    v1 = open_replay_source("alice/demo").interface("v1")
     frames = list(runner.stream(LiveRequest("local://alice/demo-adapter@iter-0", "multi_turn_base_0", v1)))
     assert frames[0].status == "started: multi_turn_base_0 under interface v1" and not frames[0].done
     assert frames[0].messages[0]["metadata"]["title"] == "📋 system prompt"  # v1's system prompt was shown

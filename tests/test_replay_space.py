@@ -115,7 +115,7 @@ def test_an_unknown_revision_or_version_and_a_corrupt_file_are_messages(space, t
     page = named(client.predict(*browse(client, rev="iter-9"), api_name="/show"))
     assert page["status"].startswith("⚠️ run 'alice/demo'") and "iter-9" in page["status"]
     page = named(client.predict(*browse(client, version="v7"), api_name="/show"))
-    assert page["status"] == "⚠️ interface version 'v7' is not in alice/demo (versions: v0, v1)"
+    assert page["status"] == "⚠️ environment version 'v7' is not in alice/demo (versions: v0, v1)"
     broken = tmp_path / "broken"
     broken.mkdir()
     (broken / "trajectories.parquet").write_bytes(b"not parquet at all")

@@ -13,7 +13,7 @@ from helpers.report_fixtures import write_eval, write_run
 from PIL import Image
 
 from seal_hub.cli import main
-from seal_hub.report import ReportInputError, build_report, load_source, parse_source_argument
+from seal_hub.report import ReportInputError, build_report, load_input, parse_source_argument
 from seal_hub.report.naming import name_sources, variant
 from seal_hub.report.paper import paper_numbers
 
@@ -61,7 +61,7 @@ def test_report_writes_markdown_and_every_plot(sources, tmp_path, capsys):
     for name in expected:  # every plot is embedded
         assert f"]({name})" in text
     # training runs: derived names and their first/last success
-    seal = load_source(sources["seal"])
+    seal = load_input(sources["seal"])
     first, last = seal.iterations[0].success_rate, seal.iterations[-1].success_rate
     assert "SEAL · Qwen2.5-7B-Instruct" in text and "vanilla RL · Qwen2.5-7B-Instruct" in text
     assert f"{100 * first:.1f}% → {100 * last:.1f}%" in text
@@ -192,8 +192,8 @@ def test_variant_names_follow_the_ablation_switches(switches, expected):
 
 
 def test_names_can_be_given_and_clashes_are_told_apart(tmp_path):
-    a = load_source(write_run(tmp_path / "a", steps=1))
-    b = load_source(write_run(tmp_path / "b", steps=1))
+    a = load_input(write_run(tmp_path / "a", steps=1))
+    b = load_input(write_run(tmp_path / "b", steps=1))
     named = name_sources([(None, a), (None, b), ("mine", a)])
     assert [n.name for n in named] == ["SEAL · Qwen2.5-7B-Instruct [a]", "SEAL · Qwen2.5-7B-Instruct [b]", "mine"]
     assert parse_source_argument(f"full SEAL={tmp_path / 'a'}") == ("full SEAL", str(tmp_path / "a"))
@@ -219,7 +219,7 @@ def test_a_run_killed_mid_way_still_reports_what_exists(tmp_path, capsys):
     assert lines[-1] == f"report: 4 plots in {out}"
     text = (out / "report.md").read_text()
     assert "step_000004.partial" in text and "no finished iteration yet" in text
-    assert load_source(run).iterations[-1].step == 3
+    assert load_input(run).iterations[-1].step == 3
 
 
 def test_held_out_evaluations_a_resume_rolled_back_are_ignored(tmp_path):
@@ -228,7 +228,7 @@ def test_held_out_evaluations_a_resume_rolled_back_are_ignored(tmp_path):
         for file in (run / "iterations" / folder).iterdir():
             file.unlink()
         (run / "iterations" / folder).rmdir()
-    record = load_source(run)
+    record = load_input(run)
     assert [p.step for p in record.held_out] == [2]
     assert any("steps [4]" in note for note in record.notes)
 
@@ -320,7 +320,7 @@ def test_report_on_a_real_tiny_training_run(suite, tmp_path, capsys):
     code, lines, err = run_cli(capsys, str(run), "--output_dir", str(out))
     assert code == 0, err
     assert lines[-1] == f"report: 4 plots in {out}"
-    record = load_source(run)
+    record = load_input(run)
     assert [it.step for it in record.iterations] == [1, 2] and record.checkpoints == (1, 2)
     assert all(it.success_rate == 0.5 for it in record.iterations)
     # every rollout is counted once in the per-category success read from diagnoses.parquet
@@ -337,7 +337,7 @@ def test_the_held_out_curve_starts_at_the_comparisons_base_and_warm_up(tmp_path,
     run = write_run(tmp_path / "seal-7b", steps=4, held_out_every=2)
     write_eval(run / "eval" / "base", passed=(0, 0, 0, 20), per_category=20)
     write_eval(run / "eval" / "warmup", passed=(8, 6, 2, 18), per_category=20)
-    record = load_source(run)
+    record = load_input(run)
     assert [(s.name, s.num_tasks) for s in record.stages] == [("base", 80), ("warmup", 80)]
     assert record.stages[1].average == pytest.approx((40 + 30 + 10 + 90) / 4 / 100)
     assert [p.step for p in record.held_out] == [2, 4]
@@ -348,4 +348,4 @@ def test_the_held_out_curve_starts_at_the_comparisons_base_and_warm_up(tmp_path,
         assert image.width >= 800
     (run / "eval" / "warmup" / "results.json").write_text('{"scores": {}}')
     with pytest.raises(ReportInputError, match="no scores.average"):
-        load_source(run)
+        load_input(run)

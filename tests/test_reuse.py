@@ -28,11 +28,11 @@ from seal_hub.hub import (
     RepoNotFoundError,
     RevisionNotFoundError,
     RunSources,
-    attach_adapter,
+    attach_policy,
     check_base_model,
     derive_interface,
-    publish_adapter,
     publish_interface,
+    publish_policy,
     resolve_reference,
     run_sources,
 )
@@ -49,7 +49,7 @@ def publish_sources(registry, base: Path, root: Path) -> None:
     LoRA adapter iter-1."""
     for snapshot in snapshots():
         publish_interface(SRC_ENV, snapshot, registry=registry)
-    publish_adapter(
+    publish_policy(
         SRC_ADAPTER, 1, adapter(base, root / "src-adapter", seed=3), base_model=str(base), registry=registry
     )
 
@@ -322,7 +322,7 @@ def test_training_evolves_from_a_hub_version_and_load_environment_renders_the_sa
         assert sources.environment.commit == double.resolve(double.repo("dataset", SRC_ENV), "v2").oid
         check_base_model(published, str(models["base"]))
         model, tokenizer = load_policy(PolicyConfig(model_name_or_path=str(models["base"])))
-        model = attach_adapter(model, published, trainable=True)
+        model = attach_policy(model, published, trainable=True)
         # one step of one task x 2 rollouts
         settings = tiny_run_settings(
             tmp_path, output_dir=str(out), per_device_train_batch_size=2, max_steps=1, learning_rate=1e-3

@@ -1,5 +1,5 @@
 """Experiment tracking and held-out evaluation during training: `report_to: trackio` logs SEAL's own metrics
-(success, mean weight, rho and prevalence of every label, interface version) and the periodic held-out
+(success, mean weight, rho and prevalence of every label, environment version) and the periodic held-out
 evaluation (`eval/success_rate`, per category), all read back from trackio's local store and checked against
 the run's own records on disk."""
 

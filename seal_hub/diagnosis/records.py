@@ -1,6 +1,6 @@
 """The `diagnoses` configuration of a run's (or an evaluation's) dataset: its features and its rows.
 
-One row per rollout: the task, the interface version it saw, its reward, its labels per user turn and its weight
+One row per rollout: the task, the environment version it saw, its reward, its labels per user turn and its weight
 under the rho table in force. Kept apart from the labels and profiles because it needs `datasets` (for the
 `Features`), which nothing else in diagnosis does.
 

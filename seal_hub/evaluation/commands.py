@@ -97,9 +97,9 @@ def _eval(args: argparse.Namespace) -> int:
         model_record = _eval_spec_model(args, config, model)
         protocol = dataclasses.replace(protocol, parser_style=resolve_parser_style(tokenizer, protocol.parser_style))
         if resolved is not None:
-            from seal_hub.hub.sources import attach_adapter
+            from seal_hub.hub.sources import attach_policy
 
-            model = attach_adapter(model, resolved)
+            model = attach_policy(model, resolved)
         model.eval()
         backend = HFBackend(model, end_token_ids(model, tokenizer), tokenizer.pad_token_id or 0, seed=0)
         policy_id = adapter["repo"] if adapter else model_record["id"]

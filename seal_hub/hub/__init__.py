@@ -4,14 +4,14 @@
   `Version`, `Registry`, `get_registry` (`registry.py`); the backends `LocalRegistry` (`local.py`, bare git
   repositories) and `HubRegistry` (`hf.py`, `huggingface_hub`).
 - Publishing the three artifacts with cross-linked cards: `publish_trajectories`, `publish_interface`,
-  `publish_adapter`, `publish_iteration`, `RunRepos`, `PublishConfig` (`artifacts.py`; cards in `cards.py` from
+  `publish_policy`, `publish_iteration`, `RunRepos`, `PublishConfig` (`artifacts.py`; cards in `cards.py` from
   the templates in `card_templates/`).
 - Loading by reference: `load_interface`, `load_trajectories`, `load_adapter`, `load_model` (either policy kind),
   `fetch` (`loading.py`); what a policy version holds, adapter or full model: `policy_kind`, `policy_files`
   (`policy.py`).
 - Reusing published artifacts as a run's sources, pinned to a commit: `resolve_reference` (a reference to the
   object, its `Source` and its commit), `RunSources`, `run_sources`, `derive_interface`, `check_base_model`,
-  `attach_adapter` (`sources.py`).
+  `attach_policy` (`sources.py`).
 - Copying between registries: `sync_repo`, `sync_namespace` (`sync.py`); the CLI group `seal-hub hub` (`commands.py`).
 
 Importing this package is cheap: `datasets`, `huggingface_hub`, `peft` and torch load when a function needs them.
@@ -21,9 +21,9 @@ from seal_hub.hub.artifacts import (
     PublishConfig,
     RunRepos,
     iteration_tag,
-    publish_adapter,
     publish_interface,
     publish_iteration,
+    publish_policy,
     publish_trajectories,
 )
 from seal_hub.hub.cards import EvalScore, Link
@@ -43,12 +43,12 @@ from seal_hub.hub.registry import (
     get_registry,
 )
 from seal_hub.hub.sources import (
-    PublishedAdapter,
+    PublishedPolicy,
     Resolved,
     RunSources,
     Source,
     SourceError,
-    attach_adapter,
+    attach_policy,
     check_base_model,
     derive_interface,
     resolve_reference,
@@ -63,7 +63,7 @@ __all__ = [
     "LocalRegistry",
     "Link",
     "PublishConfig",
-    "PublishedAdapter",
+    "PublishedPolicy",
     "Ref",
     "Registry",
     "RepoNotFoundError",
@@ -76,7 +76,7 @@ __all__ = [
     "SyncReport",
     "Version",
     "VersionExistsError",
-    "attach_adapter",
+    "attach_policy",
     "check_base_model",
     "configured_backend",
     "derive_interface",
@@ -89,7 +89,7 @@ __all__ = [
     "load_trajectories",
     "policy_files",
     "policy_kind",
-    "publish_adapter",
+    "publish_policy",
     "publish_interface",
     "publish_iteration",
     "publish_trajectories",
@@ -98,3 +98,19 @@ __all__ = [
     "sync_namespace",
     "sync_repo",
 ]
+
+_DEPRECATED = {
+    "publish_adapter": "publish_policy",
+    "attach_adapter": "attach_policy",
+    "PublishedAdapter": "PublishedPolicy",
+}  # old names, kept as aliases: a policy version is an adapter or a full model
+
+
+def __getattr__(name: str):
+    if name in _DEPRECATED:
+        import warnings
+
+        new = _DEPRECATED[name]
+        warnings.warn(f"seal_hub.hub.{name} is deprecated: use seal_hub.hub.{new}", DeprecationWarning, stacklevel=2)
+        return globals()[new]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

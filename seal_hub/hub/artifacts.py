@@ -287,7 +287,7 @@ def publish_interface(
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def publish_adapter(
+def publish_policy(
     repo_id: str,
     iteration: int,
     adapter_dir: str | Path,
@@ -368,7 +368,7 @@ def publish_iteration(
 ) -> dict[str, Version]:
     """Publish one iteration: the interface it trained against, its rollouts, its policy; cards cross-linked.
 
-    `adapter_dir`: the policy folder, a PEFT adapter or a full model (a checkpoint will do: see `publish_adapter`).
+    `adapter_dir`: the policy folder, a PEFT adapter or a full model (a checkpoint will do: see `publish_policy`).
 
     `sources`: the published artifacts the run started from (`seal_hub.hub.sources.Source`), named on every card."""
     registry = registry or get_registry()
@@ -395,7 +395,7 @@ def publish_iteration(
             registry=registry,
             sources=sources,
         ),
-        "adapter": publish_adapter(
+        "adapter": publish_policy(
             repos.adapter,
             iteration,
             adapter_dir,

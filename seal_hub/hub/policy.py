@@ -9,7 +9,7 @@ folder and nothing else (never ``training_args.bin``, which names this machine's
 refuses a folder without weights: under DeepSpeed ZeRO-3, ``save_model`` writes consolidated weights only with
 ``zero3_save_16bit_model: true`` (DeepSpeed's ``stage3_gather_16bit_weights_on_model_save``), else just DeepSpeed's
 shards in ``global_step*/``. `load_weights` puts a published full model's weights into a loaded model of the same
-architecture (the base it was fine-tuned from), as `seal_hub.hub.sources.attach_adapter` does for adapters.
+architecture (the base it was fine-tuned from), as `seal_hub.hub.sources.attach_policy` does for adapters.
 
 Not covered: converting DeepSpeed shards (``zero_to_fp32.py``), merging adapters, or publishing (`artifacts.py`).
 """

@@ -4,7 +4,7 @@
 registry once which commit the revision names now, downloads that commit (never the tag or branch again), loads the
 object and returns a `Resolved`: the object, the `Source` (repository, revision as asked, commit) and the local
 folder. Kinds: ``"environment"`` (an `InterfaceSnapshot` from a ``<run>-env`` dataset repository) and
-``"adapter"`` (a `PublishedAdapter`: the policy folder, a PEFT adapter or a full fine-tune's model
+``"adapter"`` (a `PublishedPolicy`: the policy folder, a PEFT adapter or a full fine-tune's model
 (`seal_hub.hub.policy`), and the base model it names, from a model repository). The
 recipe (``--interface``, ``--init_adapter``), ``seal-hub rollout`` (``--interface``, ``--adapter``) and
 `seal_hub.load_environment` all resolve through it, so every consumer pins and records the same way. A missing
@@ -19,7 +19,7 @@ Design choices: `derive_interface` makes a run's first snapshot from a published
 components, rho and cause, the same version number (so the run's own evolutions continue at the next number), no
 parent in the run's lineage, and `origin` naming the source at its commit; its rendering is the source's, byte for
 byte. `check_base_model` compares an adapter's base with the policy by id (a converted local stand-in counts as the
-id it stands in for; a revision only when both name one) and fails with one line naming both. `attach_adapter`
+id it stands in for; a revision only when both name one) and fails with one line naming both. `attach_policy`
 puts a published policy on that base: PEFT's adapter, or a full fine-tune's weights loaded in place (the same
 architecture; so `seal-hub eval --adapter`, `seal-hub rollout --adapter` and ``--init_adapter`` take both kinds).
 
@@ -105,7 +105,7 @@ class Source:
 
 
 @dataclass(frozen=True)
-class PublishedAdapter:
+class PublishedPolicy:
     """A published policy folder and the base model it was trained from (card metadata, else adapter_config.json);
     `kind` 'adapter' (PEFT files) or 'full' (a full fine-tune: the whole model). `local_base`: the base was a folder
     of the machine that trained it, which the card names by the folder's name alone (`base_model` is that name)."""
@@ -160,7 +160,7 @@ def _load(kind: Kind, folder: Path, where: str) -> Any:
             "repository?"
         ) from None
     base_model, base_revision = adapter_base(folder)
-    return PublishedAdapter(folder, base_model, base_revision, kind, base_is_local(folder))
+    return PublishedPolicy(folder, base_model, base_revision, kind, base_is_local(folder))
 
 
 def resolve_reference(ref: str | Ref, kind: Kind, *, registry: Registry | None = None) -> Resolved[Any]:
@@ -204,7 +204,7 @@ def derive_interface(resolved: Resolved[InterfaceSnapshot]) -> InterfaceSnapshot
     snapshot, source = resolved.value, resolved.source
     if not re.fullmatch(r"v\d+", snapshot.version):
         raise SourceError(
-            f"{source.describe()} holds interface version {snapshot.version!r}; a SEAL run numbers its versions "
+            f"{source.describe()} holds environment version {snapshot.version!r}; a SEAL run numbers its versions "
             "'v<number>' and continues from the source's: pick a 'v<number>' version"
         )
     origin = Origin(
@@ -236,7 +236,7 @@ def _model_identity(name: str) -> tuple[str, str | None]:
     return parse_model_id(name)
 
 
-def check_base_model(adapter: Resolved[PublishedAdapter], model: str, revision: str | None = None) -> None:
+def check_base_model(adapter: Resolved[PublishedPolicy], model: str, revision: str | None = None) -> None:
     """Fail with one line naming both when the adapter was trained on another base model than `model` (a Hub
     id, a path, or the packaged policies' names 'demo' and 'tiny')."""
     from seal_hub.models import DEMO_MODEL_ID, cache_root
@@ -257,7 +257,7 @@ def check_base_model(adapter: Resolved[PublishedAdapter], model: str, revision: 
         )
 
 
-def attach_adapter(model: Any, adapter: Resolved[PublishedAdapter], *, trainable: bool = False, merge: bool = False):
+def attach_policy(model: Any, adapter: Resolved[PublishedPolicy], *, trainable: bool = False, merge: bool = False):
     """`model` with the published adapter loaded (its own LoRA configuration); `merge` folds it into the weights.
 
     A full fine-tune's version replaces `model`'s weights in place (its base: same architecture and shapes) and
@@ -327,7 +327,7 @@ def _same(given: str, recorded: Source) -> bool:
 
 def run_sources(
     output_dir: str | Path, *, interface: str | None = None, adapter: str | None = None
-) -> tuple[RunSources, Resolved[InterfaceSnapshot] | None, Resolved[PublishedAdapter] | None]:
+) -> tuple[RunSources, Resolved[InterfaceSnapshot] | None, Resolved[PublishedPolicy] | None]:
     """Resolve a run's sources once and record them; a relaunch re-opens what it recorded (module docstring).
 
     A relaunch without the flags keeps the recorded sources; a different reference, or a reference added to a run

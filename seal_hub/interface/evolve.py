@@ -226,7 +226,7 @@ class EvolveConfig(EvolveSettings):
     schema_cues: bool = field(default=True, metadata={"help": "evolve schema cues (turn them on)"})
     recovery_feedback: bool = field(default=True, metadata={"help": "evolve recovery feedback (hints per error kind)"})
     capability_guidelines: bool = field(default=True, metadata={"help": "evolve capability guidelines"})
-    closed_loop_rho: bool = field(default=True, metadata={"help": "update rho every step (False: fixed rho)"})
+    closed_loop: bool = field(default=True, metadata={"help": "update rho every step (False: fixed rho)"})
     default_values: bool = field(
         default=False, metadata={"help": "schema cues also show defaults (a suite whose schemas carry them)"}
     )

@@ -47,7 +47,7 @@ def update_rho(
 class RhoWindow:
     """The trainer's rho state: diagnoses since the last epoch boundary and the live table.
 
-    `step(diagnoses)` adds a step's diagnoses to the window and (when `config.closed_loop_rho`) moves rho one
+    `step(diagnoses)` adds a step's diagnoses to the window and (when `config.closed_loop`) moves rho one
     EMA step toward the window's targets; `reset()` starts a new epoch's window and keeps rho.
     """
 
@@ -68,7 +68,7 @@ class RhoWindow:
 
     def step(self, diagnoses: Iterable[RolloutDiagnosis]) -> dict[Label, float]:
         self.add(diagnoses)
-        if self.config.closed_loop_rho:
+        if self.config.closed_loop:
             self.rho = update_rho(self.rho, self.base, self.profile(), self.config)
         return dict(self.rho)
 

@@ -1,9 +1,10 @@
 """The replay Space's logic, without any UI: what its app (space/app.py) shows, reachable by tests without a browser.
 
-- where episodes come from: runs (local registry or Hub), evaluation and training directories (`source.py`);
+- where episodes come from: runs (local registry or Hub), evaluation and training directories
+  (`replay_source.py`);
 - the episodes of an iteration, filtered and listed (`episodes.py`);
 - an episode as chat messages with step-through frames (`chat.py`);
-- what the agent was shown at a point, under any interface version (`shown.py`);
+- what the agent was shown at a point, under any environment version (`shown.py`);
 - two episodes of one task aligned turn by turn, and the interface diff (`compare.py`);
 - each view of the page as plain data, and deep links (`page.py`);
 - live episodes streamed step by step (`live.py`);
@@ -14,7 +15,7 @@ Importing this package is cheap: gradio is never imported here, and torch only w
 
 from seal_hub.replay.episodes import EpisodeFilter, EpisodeSummary, EpisodeTable, ReplayError
 from seal_hub.replay.page import Selection, Viewer, deep_link
-from seal_hub.replay.source import ReplaySource, open_source
+from seal_hub.replay.replay_source import ReplaySource, open_replay_source
 
 __all__ = [
     "EpisodeFilter",
@@ -25,5 +26,21 @@ __all__ = [
     "Selection",
     "Viewer",
     "deep_link",
-    "open_source",
+    "open_replay_source",
 ]
+
+_DEPRECATED = {
+    "open_source": "open_replay_source"
+}  # old names, kept as aliases: seal_hub.hub.open_source is another function
+
+
+def __getattr__(name: str):
+    if name in _DEPRECATED:
+        import warnings
+
+        new = _DEPRECATED[name]
+        warnings.warn(
+            f"seal_hub.replay.{name} is deprecated: use seal_hub.replay.{new}", DeprecationWarning, stacklevel=2
+        )
+        return globals()[new]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

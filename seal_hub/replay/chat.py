@@ -8,7 +8,7 @@ through ``metadata["parent_id"]``, titled with the error kind when the call fail
 with a badge line: the turn number, the verdict (passed / failed / not verified) and the failure label.
 
 The conversation is taken from the trajectory's recorded messages, so tool results read exactly as the agent
-saw them (with the recovery hints of its interface version); the step records supply error kinds, parse
+saw them (with the recovery hints of its environment version); the step records supply error kinds, parse
 errors and the turn each step belongs to.
 
 Not covered: what the agent was shown besides the conversation (`seal_hub.replay.shown`), Gradio itself.
@@ -197,7 +197,7 @@ def render_episode(trajectory: Trajectory, labels: tuple[str | None, ...] = ()) 
 
 
 def summarize(trajectory: Trajectory, labels: tuple[str | None, ...] = ()) -> str:
-    """One line: task, rollout, outcome, steps, interface version, policy, failure labels."""
+    """One line: task, rollout, outcome, steps, environment version, policy, failure labels."""
     outcome = PASSED if trajectory.passed else FAILED
     failures = sorted({label for label in labels if label and label != "pass"})
     policy = trajectory.policy_id.rsplit("/", 1)[-1] + (

@@ -32,9 +32,9 @@ def _serve(args: argparse.Namespace) -> int:
     if args.public and not args.run:
         raise ValueError("--public needs --run NS/RUN: a deployed Space shows one run (and its namespace)")
     if args.run:
-        from seal_hub.replay.source import open_source
+        from seal_hub.replay.replay_source import open_replay_source
 
-        open_source(args.run, args.revision)  # a wrong run fails here, in one line, not in the page
+        open_replay_source(args.run, args.revision)  # a wrong run fails here, in one line, not in the page
     if args.public:
         from seal_hub.replay.access import space_policies
 

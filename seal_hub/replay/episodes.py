@@ -1,7 +1,7 @@
 """The episodes of one iteration: a light index for browsing and filtering, full records one at a time.
 
 `read_iteration(trajectories, diagnoses)` reads the two Parquet files with pyarrow. The index
-(`EpisodeSummary`: task id, category, rollout, interface version, reward, per-turn labels) holds only small
+(`EpisodeSummary`: task id, category, rollout, environment version, reward, per-turn labels) holds only small
 columns; `EpisodeTable.trajectory(i)` turns a single row into a `seal_hub.rollout.records.Trajectory`, leaving
 the token columns (ids, mask, log-probabilities: what the trainer needs, not a viewer) empty. That keeps opening
 an iteration of a thousand episodes well under a second.
@@ -10,7 +10,7 @@ an iteration of a thousand episodes well under a second.
 `rollouts` list what the browse dropdowns offer. Labels come from the diagnoses file; episodes without one
 (an evaluation written without diagnoses) get ``None`` labels and are still browsable.
 
-Not covered: where the files come from (`seal_hub.replay.source`), rendering (`seal_hub.replay.chat`).
+Not covered: where the files come from (`seal_hub.replay.replay_source`), rendering (`seal_hub.replay.chat`).
 """
 
 from __future__ import annotations

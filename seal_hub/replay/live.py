@@ -1,4 +1,4 @@
-"""Live mode: a policy plays one task under a chosen interface version, and each model step streams out.
+"""Live mode: a policy plays one task under a chosen environment version, and each model step streams out.
 
 `LiveRunner.stream(request)` is a generator of `LiveFrame`s: after every model step (its text, its tool calls
 and their results) it yields the chat so far, rendered like a recorded episode (`seal_hub.replay.chat`); at

@@ -6,7 +6,7 @@ BFCL suite (for the tools a task shows). Its methods answer one view each:
 - `browse(selection)`: the choices of the browse dropdowns (revisions, iterations, versions, filters, tasks,
   rollouts) for a `Selection`, with the selection repaired to valid values;
 - `replay(selection, frame)`: the chat up to a frame, the frame bounds, the summary line and what the agent
-  was shown (under the selected interface version, by default the one the episode ran under);
+  was shown (under the selected environment version, by default the one the episode ran under);
 - `compare(a, b)`: the same task in two selections (another iteration, revision, run or evaluation
   directory): the turn alignment and the interface diff.
 
@@ -29,8 +29,8 @@ from urllib.parse import urlencode
 from seal_hub.replay.chat import ReplayView, clamp, render_episode
 from seal_hub.replay.compare import align, alignment_markdown, interface_changes, shown_diff_html
 from seal_hub.replay.episodes import ALL, EpisodeFilter, EpisodeSummary, EpisodeTable, ReplayError
+from seal_hub.replay.replay_source import ReplaySource, default_iteration, open_replay_source
 from seal_hub.replay.shown import agent_view, task_tools
-from seal_hub.replay.source import ReplaySource, default_iteration, open_source
 
 EPISODE_VERSION = "episode's own"
 MAX_SOURCES = 8
@@ -187,7 +187,7 @@ class Viewer:
             if key not in self._sources:
                 if len(self._sources) >= MAX_SOURCES:
                     self._sources.pop(next(iter(self._sources)))
-                self._sources[key] = open_source(key[0], key[1] or None)
+                self._sources[key] = open_replay_source(key[0], key[1] or None)
             return self._sources[key]
 
     def _table(self, selection: Selection) -> tuple[ReplaySource, Selection, EpisodeTable]:
@@ -213,7 +213,7 @@ class Viewer:
         version = selection.version if selection.version in versions else EPISODE_VERSION
         if selection.version not in versions:
             have = ", ".join(source.versions())
-            raise ReplayError(f"interface version {selection.version!r} is not in {source.name} (versions: {have})")
+            raise ReplayError(f"environment version {selection.version!r} is not in {source.name} (versions: {have})")
         return Browse(
             selection=replace(selection, task=task, rollout=rollout, version=version),
             revisions=list(source.revisions),

@@ -1,4 +1,4 @@
-"""What the agent was shown at a point of an episode, under a chosen interface version.
+"""What the agent was shown at a point of an episode, under a chosen environment version.
 
 `agent_view(snapshot, tools, trajectory, frame)` collects, through the snapshot's own rendering methods
 (`seal_hub.interface.InterfaceSnapshot`): the system prompt (schema-cue note and capability guidelines), the

@@ -1,11 +1,11 @@
 """Reports of SEAL runs and evaluations: `report.md` and PNG figures (`seal-hub report`).
 
-`sources` reads run and evaluation directories, `naming` names them, `tables`, `plots` and `eval_plots` draw
+`inputs` reads run and evaluation directories, `naming` names them, `tables`, `plots` and `eval_plots` draw
 them, `paper` holds the paper's published numbers (package data), `build` puts a report together.
 """
 
 from seal_hub.report.build import Report, build_report, parse_source_argument
-from seal_hub.report.sources import EvalRecord, ReportInputError, RunRecord, load_source
+from seal_hub.report.inputs import EvalRecord, ReportInputError, RunRecord, load_input
 
 __all__ = [
     "EvalRecord",
@@ -13,6 +13,21 @@ __all__ = [
     "ReportInputError",
     "RunRecord",
     "build_report",
-    "load_source",
+    "load_input",
     "parse_source_argument",
 ]
+
+# old names, kept as aliases: a report's inputs are not a run's sources
+_DEPRECATED = {"load_source": "load_input"}
+
+
+def __getattr__(name: str):
+    if name in _DEPRECATED:
+        import warnings
+
+        new = _DEPRECATED[name]
+        warnings.warn(
+            f"seal_hub.report.{name} is deprecated: use seal_hub.report.{new}", DeprecationWarning, stacklevel=2
+        )
+        return globals()[new]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -20,9 +20,9 @@ from pathlib import Path
 from seal_hub.atomic import write_text
 from seal_hub.report import eval_plots, plots, tables
 from seal_hub.report.eval_plots import EvalSeries
+from seal_hub.report.inputs import EvalRecord, ReportInputError, RunRecord, load_input
 from seal_hub.report.naming import Named, name_sources
 from seal_hub.report.paper import paper_numbers
-from seal_hub.report.sources import EvalRecord, ReportInputError, RunRecord, load_source
 
 REPORT_FILE = "report.md"
 
@@ -54,7 +54,7 @@ def _run_section(runs: list[Named], out: Path, figures: list[Path]) -> list[str]
         (plots.plot_success(runs, out), "Success rate and mean rollout weight per iteration."),
         (plots.plot_label_profile(runs, out), "Share of each turn label per iteration (stacked)."),
         (plots.plot_rho(runs, out), "rho per label over training."),
-        (plots.plot_interface_timeline(runs, out), "Interface version used by each iteration's rollouts."),
+        (plots.plot_interface_timeline(runs, out), "Environment version used by each iteration's rollouts."),
     ]
     if all(path is None for path, _ in drawn):
         lines += ["No run has a finished iteration yet: nothing to plot.", ""]
@@ -68,7 +68,7 @@ def _run_section(runs: list[Named], out: Path, figures: list[Path]) -> list[str]
         lines += ["### Training success per category at the last iteration", "", by_category, ""]
     for named in runs:
         if named.source.interfaces:
-            lines += [f"### Interface versions: {named.name}", "", tables.interface_table(named.source), ""]
+            lines += [f"### Environment versions: {named.name}", "", tables.interface_table(named.source), ""]
     return lines
 
 
@@ -112,7 +112,7 @@ def build_report(
     evaluation figures draw instead of one per evaluation (the experiment's settings over seeds)."""
     if not arguments:
         raise ReportInputError("give at least one run or evaluation directory")
-    loaded = [(name, load_source(path)) for name, path in arguments]
+    loaded = [(name, load_input(path)) for name, path in arguments]
     named = name_sources(loaded)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)

@@ -6,7 +6,7 @@ evaluation by its model's short name and the adapter it loaded (`base` when none
 interface, the interface it was shown. Two sources that would get the same name are told apart by their
 directory names. `NAME=DIR` on the command line overrides the derived name.
 
-Not covered: anything about the content of the sources (`seal_hub.report.sources`).
+Not covered: anything about the content of the sources (`seal_hub.report.inputs`).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from seal_hub.report.sources import EvalRecord, RunRecord
+from seal_hub.report.inputs import EvalRecord, RunRecord
 
 SWITCHES = ("env_adaptation", "reweighting", "closed_loop")
 # one switch off -> the paper's ablation name

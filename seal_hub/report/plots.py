@@ -1,4 +1,4 @@
-"""The report's training figures, as PNG files: training success, the label profile, rho, interface versions.
+"""The report's training figures, as PNG files: training success, the label profile, rho, environment versions.
 
 Design choices: matplotlib's object API (`Figure`, rendered by the Agg canvas) and never `pyplot`, so drawing
 keeps no global state, needs no display and does not switch anyone's backend. Each label keeps one colour in
@@ -6,7 +6,7 @@ every figure. Legends sit outside the axes (right or below) so they never cover 
 read at 100% (about 1100 pixels wide, 10-12 pt text). A function returns the path it wrote, or None when
 its sources hold nothing to draw (a run with no finished iteration, no evaluation).
 
-Not covered: loading (`seal_hub.report.sources`), tables (`seal_hub.report.tables`), the evaluation figures
+Not covered: loading (`seal_hub.report.inputs`), tables (`seal_hub.report.tables`), the evaluation figures
 (`seal_hub.report.eval_plots`, drawn with this module's sizes and colours).
 """
 
@@ -214,7 +214,7 @@ def plot_rho(runs: Sequence[Named], out: Path) -> Path | None:
 
 
 def _spans(versions: Sequence[tuple[int, str]]) -> list[tuple[int, int, str]]:
-    """Consecutive iterations on the same interface version: (first step, last step, version)."""
+    """Consecutive iterations on the same environment version: (first step, last step, version)."""
     spans: list[tuple[int, int, str]] = []
     for step, version in versions:
         if spans and spans[-1][2] == version and spans[-1][1] == step - 1:
@@ -259,7 +259,7 @@ def plot_interface_timeline(runs: Sequence[Named], out: Path) -> Path | None:
     ax.set_xlim(0.5, last_step + 0.5 + max(1.0, 0.12 * last_step))
     _steps_axis(ax)
     ax.grid(alpha=0.3, axis="x")
-    ax.set_title("Interface version the rollouts of each iteration saw (darker = older; 'next': made, not used yet)")
+    ax.set_title("Environment version the rollouts of each iteration saw (darker = older; 'next': made, not used yet)")
     return _save(fig, out / "interface_timeline.png")
 
 

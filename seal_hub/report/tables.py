@@ -1,4 +1,4 @@
-"""The report's Markdown tables: runs at a glance, each run's interface versions, the final rho, evaluations
+"""The report's Markdown tables: runs at a glance, each run's environment versions, the final rho, evaluations
 side by side per suite, and (suite `bfcl`) our averages beside the paper's.
 
 Design choice: every function returns a Markdown string built from typed records, so the tables can be
@@ -15,9 +15,9 @@ from collections.abc import Sequence
 
 from seal_hub.diagnosis import Label
 from seal_hub.envs.bfcl.tasks import CATEGORIES
+from seal_hub.report.inputs import EvalRecord, RunRecord
 from seal_hub.report.naming import Named, model_short, variant
 from seal_hub.report.paper import PaperNumbers
-from seal_hub.report.sources import EvalRecord, RunRecord
 
 
 def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
@@ -71,7 +71,7 @@ def runs_table(runs: Sequence[Named]) -> str:
         "best",
         "last mean weight",
         "held-out success (step)",
-        "interface versions",
+        "environment versions",
         "checkpoints",
     ]
     return markdown_table(headers, rows)

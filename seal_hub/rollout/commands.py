@@ -1,7 +1,7 @@
 """`seal-hub rollout`: roll a policy out on a suite's tasks and write trajectories (Parquet).
 
 The policy is `--model` (tiny, demo, a Hub id or a path), optionally with a published adapter on it and a
-published interface version applied; both are resolved once to commits and recorded in `--output_dir/sources.json`,
+published environment version applied; both are resolved once to commits and recorded in `--output_dir/sources.json`,
 so the trajectories say exactly what produced them. Training does not go through here (`seal-hub train`).
 """
 
@@ -33,9 +33,9 @@ def _rollout(args: argparse.Namespace) -> int:
     model, tokenizer, policy = load_for_inference(model_name)
     info = PolicyInfo(policy.model_name_or_path, policy.model_revision)
     if adapter is not None:
-        from seal_hub.hub.sources import attach_adapter
+        from seal_hub.hub.sources import attach_policy
 
-        model = attach_adapter(model, adapter)
+        model = attach_policy(model, adapter)
         info = PolicyInfo(adapter.source.ref, adapter.source.commit)
     config = RolloutConfig(
         num_generations=args.num_generations,

@@ -4,7 +4,7 @@ A `Trajectory` holds the conversation (chat messages), what happened turn by tur
 parsed calls, parse errors and tool results; each turn's verdict), the reward, and the token-level view the
 trainer consumes: every token of the episode, a mask (1: sampled by the policy, 0: prompt, tool output or
 user text) and the sampled tokens' log-probabilities. Provenance: policy id and revision, the environment
-interface version, the seed and the rollout's index in its group.
+environment version, the seed and the rollout's index in its group.
 
 `FEATURES` is the same schema as `datasets.Features`; `write_trajectories` / `read_trajectories` store a list
 of them as Parquet and read it back identically (floats are float64 so nothing is rounded). Tool-call

@@ -64,7 +64,7 @@ from seal_hub.envs.builtin import require_trainable, resolve_suite, trainable_su
 from seal_hub.envs.suite import Suite, SuiteError, in_turn
 from seal_hub.evaluation import EvalProtocol
 from seal_hub.hub import HubError, PublishConfig
-from seal_hub.hub.sources import SourceError, attach_adapter, check_base_model, derive_interface, run_sources
+from seal_hub.hub.sources import SourceError, attach_policy, check_base_model, derive_interface, run_sources
 from seal_hub.interface import InterfaceError
 from seal_hub.kill_points import kill_point
 from seal_hub.models import PolicyConfig, load_policy, lora_config
@@ -340,7 +340,7 @@ def main(script_args: SealScriptArguments, training_args: SealConfig, model_args
     last = last_checkpoint(training_args.output_dir)  # a relaunch resumes; an unfinished checkpoint is skipped
     peft_config = lora_config(model_args)
     if adapter is not None:  # the policy starts from the published adapter, with its own LoRA configuration
-        model = attach_adapter(model, adapter, trainable=True, merge=not model_args.use_peft)
+        model = attach_policy(model, adapter, trainable=True, merge=not model_args.use_peft)
         if adapter.value.kind == "adapter":  # a full fine-tune's weights: the base model, LoRA'd as configured
             peft_config = None
     plan = held_out_plan(suite, script_args, training_args) if script_args.held_out_comparison else None
@@ -486,7 +486,7 @@ def print_summary(output_dir: str, trainer: SealTrainer) -> None:
         print(
             f"{m['step']:>5} {m['success_rate']:>8.1%} {m['mean_weight']:>7.3f} {m['interface_version']:>9}  {shown}"
         )
-    print(f"interface versions: {', '.join(trainer.store.versions())} (now {trainer.interface.version})")
+    print(f"environment versions: {', '.join(trainer.store.versions())} (now {trainer.interface.version})")
     print("rho: " + ", ".join(f"{k}={v:.3f}" for k, v in trainer.window.rho.items() if v != 1.0))
     print(f"artifacts: {Path(output_dir).resolve()} (iterations/, interfaces/, checkpoint-*/, adapter)")
     if trainer.publish is not None:

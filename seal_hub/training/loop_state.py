@@ -2,7 +2,7 @@
 
 What a resumed run needs besides the weights and the optimizer: the generation count (which decides when the
 interface evolves next), the epoch the closed-loop window belongs to, rho, the window's diagnoses, the interface
-the next rollouts are shown, the interface versions made so far (what a resume keeps in the snapshot store), and
+the next rollouts are shown, the environment versions made so far (what a resume keeps in the snapshot store), and
 the task sampler's pass-rate table (`seal_hub.training.task_sampler`: what the next draws are weighed by).
 `SealLoopState` is a `TrainerCallback` that is also transformers' `ExportableState`: its `state()` goes into
 ``checkpoint-N/trainer_state.json`` under ``stateful_callbacks["SealLoopState"]``, written by transformers'
@@ -15,7 +15,7 @@ stored state sits on an instance that knows no trainer; `LoopStateBinder`, a pla
 finds that instance at ``on_train_begin`` (before any epoch begins or rollout runs), hands the state to the
 trainer and binds the instance to it, so the next checkpoint records the live state again.
 
-What stays outside `trainer_state.json`: the interface versions themselves (``output_dir/interfaces/vN.json``,
+What stays outside `trainer_state.json`: the environment versions themselves (``output_dir/interfaces/vN.json``,
 `seal_hub.interface.store`, written as they are made and shared by every checkpoint of a run); the state
 records only which versions existed at its step. Not covered: a checkpoint without this state (not a SEAL
 checkpoint: `seal_hub.run_records.load_state` refuses it).

@@ -17,12 +17,12 @@ Each generation step: the step's tasks (TRL's shuffled draw, or with `task_sampl
 each task's latest pass rate, `task_sampler.py`) -> rollouts (reward = the verifier's verdict), and with
 `dynamic_sampling` more draws until the step's groups are informative (`groups.py`) -> one label per turn -> rho
 updated by the closed-loop rule over the epoch's window, now holding every group drawn -> w_j per rollout with that
-rho (the paper's released order) -> every `evolve_every` generations a new interface version for the next rollouts.
+rho (the paper's released order) -> every `evolve_every` generations a new environment version for the next rollouts.
 TRL trains the step's slots: this rank's share of the chosen groups, gathered from every rank's rollouts.
 `_generate_and_score_completions` multiplies TRL's group-normalised advantages by w_j (sign kept). Switches
 for the paper's ablations: `env_adaptation`, `reweighting`, `closed_loop`; all three off is vanilla GRPO on
 the same budget. With `eval_every_steps`, a held-out evaluation (`seal_hub.training.held_out`) runs after every N-th
-optimizer step and is logged as `eval/...`; `_log_seal_metrics` puts success, mean weight, interface version,
+optimizer step and is logged as `eval/...`; `_log_seal_metrics` puts success, mean weight, environment version,
 and rho and prevalence of every label on the training log, so any `report_to` integration (trackio, wandb,
 tensorboard) shows them.
 
@@ -219,7 +219,7 @@ class SealTrainer(GRPOTrainer):
             args.interface_mode,
             tool_errors=suite.tool_errors,
             default_values=defaults,
-            closed_loop_rho=args.closed_loop,
+            closed_loop=args.closed_loop,
             **args.evolve_settings(),
         )
         self.window = RhoWindow(self.evolve_config, rho=dict(self.interface.rho))  # a published start's rho
@@ -437,7 +437,7 @@ class SealTrainer(GRPOTrainer):
         return positions[start : start + local], masked[start : start + local]
 
     def _update_loop(self, trajectories: Sequence[Any] = ()) -> None:
-        """Maybe the next interface version, from the window that now holds this batch (same on every rank: the
+        """Maybe the next environment version, from the window that now holds this batch (same on every rank: the
         batch's `trajectories` are every rank's, for a suite that names the exception classes its tools raised)."""
         self._generations += 1
         if self.args.env_adaptation and self._generations % self.args.evolve_every == 0:
@@ -572,7 +572,7 @@ class SealTrainer(GRPOTrainer):
     def publish_pending(self) -> list[int]:
         """Publish every checkpointed iteration not yet in the registry (idempotent; catches up after a crash).
 
-        Each iteration's three artifacts: its rollouts and diagnoses, the interface version it trained against
+        Each iteration's three artifacts: its rollouts and diagnoses, the environment version it trained against
         (and any unpublished ancestors), and the policy its checkpoint holds: the adapter of a LoRA run, the whole
         model of a full fine-tune (`seal_hub.hub.policy`; the base it names: `PublishConfig.base_model`, else the
         model's own ``name_or_path``).

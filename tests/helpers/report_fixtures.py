@@ -31,7 +31,7 @@ def write_run(
     gain: float = 0.6,
     held_out_every: int = 0,
 ) -> Path:
-    """A run directory: `steps` iterations whose success rises by `gain`, interface versions made after `evolve_at`,
+    """A run directory: `steps` iterations whose success rises by `gain`, environment versions made after `evolve_at`,
     a held-out evaluation every `held_out_every` steps (0: none)."""
     env, reweighting, closed_loop = switches
     root.mkdir(parents=True, exist_ok=True)

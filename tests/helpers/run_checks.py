@@ -1,5 +1,5 @@
 """What a SEAL run directory and its local registry must look like, whatever happened to the run: every
-iteration once with one group of rollouts, contiguous interface versions, registry tags iter-1..iter-N,
+iteration once with one group of rollouts, contiguous environment versions, registry tags iter-1..iter-N,
 git-sound registry repositories; and a fingerprint of it all, to show that a relaunch changed nothing."""
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ instead of `-m seal_hub.scripts.seal`, with the same flags.
 With ``SEAL_HUB_PROBE_DIR`` set, every rank writes ``rank<R>.json`` there when its `SealTrainer.train` returns:
 
 - ``loop``: the loop state this rank holds (`SealTrainer.seal_state`: rho, the window, the interface, the
-  interface versions), so a test can check that every rank holds the same;
+  environment versions), so a test can check that every rank holds the same;
 - ``steps``: per generation step of this launch, a digest of every rank's rollouts as this rank gathered them
   (``{step: sha256}``), the same digest a test computes over the iteration's ``trajectories.parquet``;
 - with ``SEAL_HUB_PROBE_SHAPED_REWARD=1``, the update trains on `shaped_reward` instead of the verdicts;

@@ -252,7 +252,7 @@ def live_panel(space: Space) -> LivePanel:
                 label="Policy (or adapter NS/RUN-adapter@iter-k)",
             )
         task = gr.Textbox("multi_turn_base_0", label="Task id", max_length=access.cap)
-        version = gr.Dropdown(["v0"], value="v0", label="Interface version", allow_custom_value=True)
+        version = gr.Dropdown(["v0"], value="v0", label="Environment version", allow_custom_value=True)
         button = gr.Button("Run live", variant="primary", scale=0)
     status = gr.Markdown("")
     chat = gr.Chatbot(label="Live episode", height=520)
@@ -481,7 +481,7 @@ class Page:
         return {self.compare.b_iter: gr.update(choices=iterations, value=iterations[0]), self.status: ""}
 
     def live_versions(self, run, rev) -> dict:
-        """The interface versions the live tab offers: the open run's, newest selected."""
+        """The environment versions the live tab offers: the open run's, newest selected."""
         access = self.space.access
         try:
             chosen = Selection(run=access.run(run), revision=access.revision(rev))
@@ -494,7 +494,7 @@ class Page:
         """A live episode's request, every input checked before anything is loaded."""
         access, viewer = self.space.access, self.space.viewer
         policy = access.policy(policy)
-        task, version = access.text(task, "task"), access.text(version, "interface version")
+        task, version = access.text(task, "task"), access.text(version, "environment version")
         chosen = Selection(run=access.run(run), revision=access.revision(rev))
         if version and version != EPISODE_VERSION and chosen.run:
             snapshot = viewer.source(chosen).interface(version)

@@ -4,7 +4,7 @@ A run directory is what training leaves (`seal_hub.run_records`): `iterations/st
 iteration's Parquet files), `interfaces/vN.json`, `checkpoint-N/`, `run_config.json` and, when the run evaluated
 on held-out tasks as it trained, `held_out/step_NNNNNN.json`. An evaluation directory
 holds `results.json` (schema `seal_hub.eval/1`, written by `seal-hub eval`) and optionally its Parquet records.
-`load_source` tells the two apart and reads one.
+`load_input` tells the two apart and reads one.
 
 Design choices: a run killed mid-way is still a run: unfinished `*.partial` folders are skipped and said in
 `notes`, and a run with no finished iteration yields an empty record. Corrupt input is not guessed around: a
@@ -369,7 +369,7 @@ def is_run(path: Path) -> bool:
     return (path / "iterations").is_dir() or (path / "interfaces").is_dir() or (path / RUN_CONFIG_FILE).is_file()
 
 
-def load_source(path: str | Path) -> RunRecord | EvalRecord:
+def load_input(path: str | Path) -> RunRecord | EvalRecord:
     """A run or an evaluation directory, read whole; `ReportInputError` for anything else."""
     path = Path(path)
     if not path.is_dir():

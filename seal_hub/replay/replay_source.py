@@ -1,6 +1,6 @@
 """Where replayed episodes come from: a published run (local registry or Hub), or a directory on disk.
 
-`open_source(spec, revision)` takes one string and returns a `ReplaySource`:
+`open_replay_source(spec, revision)` takes one string and returns a `ReplaySource`:
 
 - ``[local://|hf://]NS/RUN`` (optionally ``@REVISION``): a run published by `seal_hub.hub`. Its
   ``NS/RUN-trajectories`` repository at the revision (default ``main``) is fetched with `seal_hub.hub.fetch`;
@@ -43,7 +43,7 @@ class Iteration:
 
 @dataclass
 class ReplaySource:
-    """A run or directory opened for replay: its iterations and interface versions, loaded on demand."""
+    """A run or directory opened for replay: its iterations and environment versions, loaded on demand."""
 
     name: str
     kind: str  # "run" or "directory"
@@ -71,7 +71,7 @@ class ReplaySource:
         return self._versions
 
     def versions(self) -> tuple[str, ...]:
-        """Interface versions this source can show (oldest first); v0 (the null interface) always counts."""
+        """Environment versions this source can show (oldest first); v0 (the null interface) always counts."""
         found = (
             self._published_versions() if self.env_ref is not None else sorted(self.interface_files, key=_version_key)
         )
@@ -92,12 +92,12 @@ class ReplaySource:
             try:
                 snapshot = load_interface(self.env_ref.at(version))
             except (HubError, InterfaceError) as exc:
-                raise ReplayError(f"interface version {version!r} of {self.name}: {exc}") from None
+                raise ReplayError(f"environment version {version!r} of {self.name}: {exc}") from None
         elif version == "v0":
             snapshot = InterfaceSnapshot.null()
         else:
             have = ", ".join(self.versions())
-            raise ReplayError(f"interface version {version!r} is not in {self.name} (versions: {have})")
+            raise ReplayError(f"environment version {version!r} is not in {self.name} (versions: {have})")
         self._interfaces[version] = snapshot
         return snapshot
 
@@ -180,7 +180,7 @@ def _run(spec: str, revision: str | None) -> ReplaySource:
     )
 
 
-def open_source(spec: str, revision: str | None = None) -> ReplaySource:
+def open_replay_source(spec: str, revision: str | None = None) -> ReplaySource:
     """A run reference or a directory (see the module docstring); `revision` overrides one given with ``@``."""
     spec = (spec or "").strip()
     if not spec:
