@@ -236,8 +236,10 @@ def test_a_derived_snapshot_renders_as_its_source_and_names_its_origin(local, su
     tools = suite.episode(TASK).reset().tools
     assert derived.render_tools(tools) == source.render_tools(tools) != list(tools)
     assert derived.system_prompt() == source.system_prompt() and derived.recovery_feedback == source.recovery_feedback
-    # the hash covers every field but the timestamp and itself, an unset origin included
-    content = source.model_dump(mode="json", exclude={"created_at", "content_hash"})
+    # the hash covers every field the file holds but the timestamp and itself, an unset origin included
+    content = json.loads(source.save(tmp_path / "source.json").read_text(encoding="utf-8"))
+    assert content["origin"] is None
+    del content["created_at"], content["content_hash"]
     canonical = json.dumps(content, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     assert source.content_hash == hashlib.sha256(canonical.encode()).hexdigest()
     path = derived.save(tmp_path / "v1.json")
