@@ -55,6 +55,7 @@ from seal_hub.hub.sources import (
     run_sources,
 )
 from seal_hub.hub.sync import SyncReport, sync_namespace, sync_repo
+from seal_hub.renamed import renamed_names
 
 __all__ = [
     "EvalScore",
@@ -106,11 +107,4 @@ _DEPRECATED = {
 }  # old names, kept as aliases: a policy version is an adapter or a full model
 
 
-def __getattr__(name: str):
-    if name in _DEPRECATED:
-        import warnings
-
-        new = _DEPRECATED[name]
-        warnings.warn(f"seal_hub.hub.{name} is deprecated: use seal_hub.hub.{new}", DeprecationWarning, stacklevel=2)
-        return globals()[new]
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = renamed_names(__name__, globals(), _DEPRECATED)

@@ -13,6 +13,7 @@
 Importing this package is cheap: gradio is never imported here, and torch only when a live episode starts.
 """
 
+from seal_hub.renamed import renamed_names
 from seal_hub.replay.episodes import EpisodeFilter, EpisodeSummary, EpisodeTable, ReplayError
 from seal_hub.replay.page import Selection, Viewer, deep_link
 from seal_hub.replay.replay_source import ReplaySource, open_replay_source
@@ -34,13 +35,4 @@ _DEPRECATED = {
 }  # old names, kept as aliases: seal_hub.hub.open_source is another function
 
 
-def __getattr__(name: str):
-    if name in _DEPRECATED:
-        import warnings
-
-        new = _DEPRECATED[name]
-        warnings.warn(
-            f"seal_hub.replay.{name} is deprecated: use seal_hub.replay.{new}", DeprecationWarning, stacklevel=2
-        )
-        return globals()[new]
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = renamed_names(__name__, globals(), _DEPRECATED)

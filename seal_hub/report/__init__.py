@@ -4,6 +4,7 @@
 them, `paper` holds the paper's published numbers (package data), `build` puts a report together.
 """
 
+from seal_hub.renamed import renamed_names
 from seal_hub.report.build import Report, build_report, parse_source_argument
 from seal_hub.report.inputs import EvalRecord, ReportInputError, RunRecord, load_input
 
@@ -21,13 +22,4 @@ __all__ = [
 _DEPRECATED = {"load_source": "load_input"}
 
 
-def __getattr__(name: str):
-    if name in _DEPRECATED:
-        import warnings
-
-        new = _DEPRECATED[name]
-        warnings.warn(
-            f"seal_hub.report.{name} is deprecated: use seal_hub.report.{new}", DeprecationWarning, stacklevel=2
-        )
-        return globals()[new]
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = renamed_names(__name__, globals(), _DEPRECATED)
