@@ -24,7 +24,7 @@ from seal_hub.envs.user.episode import RESET_FAILED, REWARD_INVALID
 from seal_hub.envs.user.labels import diagnose
 from seal_hub.envs.user.load import EnvironmentError as UserEnvironmentError
 from seal_hub.envs.user.schema import tool_names
-from seal_hub.rollout.records import CallRecord, ParseErrorRecord, ResultRecord, StepRecord, TurnRecord, VerdictRecord
+from seal_hub.rollout.records import StepRecord, TurnRecord, VerdictRecord
 
 RUN = "test/user-env-run"
 
@@ -55,17 +55,7 @@ def play(suite, task_id: str, *actions: Action):
             break
         result = episode.step(action)
         results.append(result)
-        steps.append(
-            StepRecord(
-                text=action.content,
-                tool_calls=[CallRecord.of(c) for c in action.tool_calls],
-                parse_errors=[ParseErrorRecord(kind=e.kind, message=e.message) for e in action.parse_errors],
-                results=[
-                    ResultRecord(content=r.content, error_kind=r.error_kind, executed=r.executed, note=r.note)
-                    for r in result.observation.tool_results
-                ],
-            )
-        )
+        steps.append(StepRecord.of(action, result.observation.tool_results))
     episode.close()
     verdict = episode.verdict
     turn = TurnRecord(index=0, steps=steps, verdict=VerdictRecord.of(verdict.turns[0]) if verdict.turns else None)

@@ -49,8 +49,6 @@ from seal_hub.rollout.backend import Generation, GenerationBackend, GenerationRe
 from seal_hub.rollout.records import (
     CallRecord,
     MessageRecord,
-    ParseErrorRecord,
-    ResultRecord,
     StepRecord,
     Trajectory,
     TurnRecord,
@@ -215,14 +213,10 @@ class _Live:
         step = self.episode.step(action)
         self.environment_seconds += time.perf_counter() - start
         self.turns[-1].append(
-            StepRecord(
+            StepRecord.of(
+                action,
+                step.observation.tool_results,
                 text=text,
-                tool_calls=[CallRecord.of(c) for c in action.tool_calls],
-                parse_errors=[ParseErrorRecord(kind=e.kind, message=e.message) for e in action.parse_errors],
-                results=[
-                    ResultRecord(content=r.content, error_kind=r.error_kind, executed=r.executed, note=r.note)
-                    for r in step.observation.tool_results
-                ],
                 num_tokens=len(generation.token_ids),
                 finished=generation.finished,
             )

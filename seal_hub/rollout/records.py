@@ -57,6 +57,21 @@ class StepRecord(_Record):
     num_tokens: int = 0
     finished: bool = True  # ended on an end-of-turn token (False: cut by the token limit)
 
+    @classmethod
+    def of(cls, action, results, text: str | None = None, **extra) -> StepRecord:
+        """The record of one step: the model's `action` (its text unless `text` is given; its calls and parse
+        errors) and the episode's tool `results` for it; `extra` sets `num_tokens` / `finished`."""
+        return cls(
+            text=action.content if text is None else text,
+            tool_calls=[CallRecord.of(c) for c in action.tool_calls],
+            parse_errors=[ParseErrorRecord(kind=e.kind, message=e.message) for e in action.parse_errors],
+            results=[
+                ResultRecord(content=r.content, error_kind=r.error_kind, executed=r.executed, note=r.note)
+                for r in results
+            ],
+            **extra,
+        )
+
 
 class VerdictRecord(_Record):
     passed: bool

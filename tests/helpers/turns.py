@@ -6,7 +6,7 @@ from __future__ import annotations
 from seal_hub.envs.bfcl import EpisodeConfig
 from seal_hub.envs.bfcl.labels import label_turn
 from seal_hub.envs.protocol import Action
-from seal_hub.rollout.records import CallRecord, ParseErrorRecord, ResultRecord, StepRecord, TurnRecord, VerdictRecord
+from seal_hub.rollout.records import StepRecord, TurnRecord, VerdictRecord
 
 BFCL_PROTOCOL = EpisodeConfig(allow_hidden_tools=True)
 
@@ -24,18 +24,7 @@ def replay_turns(suite, task, steps, config=BFCL_PROTOCOL):
     verdict = episode.verdict
     records = []
     for index, turn in enumerate(episode.history):
-        step_records = [
-            StepRecord(
-                text=action.content,
-                tool_calls=[CallRecord.of(c) for c in action.tool_calls],
-                parse_errors=[ParseErrorRecord(kind=e.kind, message=e.message) for e in action.parse_errors],
-                results=[
-                    ResultRecord(content=r.content, error_kind=r.error_kind, executed=r.executed, note=r.note)
-                    for r in results
-                ],
-            )
-            for action, results in turn.steps
-        ]
+        step_records = [StepRecord.of(action, results) for action, results in turn.steps]
         v = verdict.turns[index] if index < len(verdict.turns) else None
         records.append(
             TurnRecord(
