@@ -7,9 +7,15 @@ Under a run's output directory:
                          /metrics.json            success rate, label profile, rho, mean weight, interface
     interfaces/v0.json, v1.json, ...              every environment version made (`SnapshotStore`)
     run_config.json                               the policy and SEAL's switches (what `seal-hub report` names)
+    held_out/step_000004.json                     a held-out evaluation after optimizer step 4
+                                                  (`seal_hub.training.held_out`)
     checkpoint-N/trainer_state.json               transformers' trainer state; its stateful_callbacks hold
                                                   SEAL's loop state (`seal_hub.training.loop_state`): rho, its window,
                                                   the interface, the versions made so far
+
+This module is the one place that spells the ``iterations/step_N`` and ``held_out/step_N.json`` layout: the
+trainer, `seal-hub report` (`seal_hub.report.sources`) and the replay Space (`seal_hub.replay.source`) find the
+folders and files with `iteration_dir`, `iteration_folders`, `iteration_step`, `held_out_path` and `held_out_files`.
 
 Every file of ours is written atomically (temporary file, then rename). A run killed at any point and relaunched
 on the same directory resumes from its last complete checkpoint N (`last_checkpoint`: one whose trainer state,
@@ -55,8 +61,47 @@ RUN_CONFIG_FIELDS = (
 )
 
 
+ITERATIONS_DIR = "iterations"
+HELD_OUT_DIR = "held_out"
+STEP_PREFIX = "step_"
+PARTIAL_SUFFIX = ".partial"  # an iteration folder being written (renamed into place when whole)
+
+
+def _step_name(step: int) -> str:
+    return f"{STEP_PREFIX}{step:06d}"
+
+
 def iteration_dir(output_dir: str | Path, step: int) -> Path:
-    return Path(output_dir) / "iterations" / f"step_{step:06d}"
+    """`iterations/step_NNNNNN`: the records of optimizer step `step`."""
+    return Path(output_dir) / ITERATIONS_DIR / _step_name(step)
+
+
+def iteration_folders(output_dir: str | Path, partial: bool = False) -> list[Path]:
+    """The run's iteration folders in step order: the finished ones, and with `partial` also those a stopped run
+    left half-written (`step_N.partial`)."""
+    root = Path(output_dir) / ITERATIONS_DIR
+    folders = sorted(root.glob(f"{STEP_PREFIX}*")) if root.is_dir() else []
+    return [f for f in folders if partial or not is_partial(f)]
+
+
+def is_partial(folder: str | Path) -> bool:
+    """Whether an iteration folder is one still being written (or left so by a stopped run)."""
+    return Path(folder).name.endswith(PARTIAL_SUFFIX)
+
+
+def iteration_step(folder: str | Path) -> int:
+    """N of an iteration folder ``step_N`` (or ``step_N.partial``)."""
+    return int(Path(folder).name.removesuffix(PARTIAL_SUFFIX).removeprefix(STEP_PREFIX))
+
+
+def held_out_path(output_dir: str | Path, step: int) -> Path:
+    """`held_out/step_NNNNNN.json`: the held-out evaluation made after optimizer step `step`."""
+    return Path(output_dir) / HELD_OUT_DIR / f"{_step_name(step)}.json"
+
+
+def held_out_files(output_dir: str | Path) -> list[Path]:
+    """The run's held-out evaluation files in step order."""
+    return sorted((Path(output_dir) / HELD_OUT_DIR).glob(f"{STEP_PREFIX}*.json"))
 
 
 def iteration_metrics(
@@ -89,7 +134,7 @@ def write_iteration(
 ) -> Path:
     """Write one iteration's records; the folder appears whole (built aside, then renamed into place)."""
     final = iteration_dir(output_dir, step)
-    building = final.with_name(final.name + ".partial")
+    building = final.with_name(final.name + PARTIAL_SUFFIX)
     shutil.rmtree(building, ignore_errors=True)
     building.mkdir(parents=True)
     write_trajectories(list(trajectories), building / "trajectories.parquet")
@@ -103,9 +148,8 @@ def write_iteration(
 
 def read_metrics(output_dir: str | Path) -> list[dict[str, Any]]:
     """Every finished iteration's metrics, in step order."""
-    root = Path(output_dir) / "iterations"
-    folders = sorted(p for p in root.glob("step_*") if not p.name.endswith(".partial")) if root.exists() else []
-    return [json.loads((p / "metrics.json").read_text("utf-8")) | {"step": int(p.name[5:])} for p in folders]
+    folders = iteration_folders(output_dir)
+    return [json.loads((p / "metrics.json").read_text("utf-8")) | {"step": iteration_step(p)} for p in folders]
 
 
 def write_run_config(output_dir: str | Path, model: str, config: Any) -> None:
@@ -175,12 +219,9 @@ def prune_after(output_dir: str | Path, step: int, store: SnapshotStore, keep_ve
         made = checkpoint_step(folder)
         if made is not None and made > step and iteration_dir(output_dir, made).is_dir():
             shutil.rmtree(folder)
-    root = Path(output_dir) / "iterations"
-    if root.exists():
-        for folder in root.glob("step_*"):
-            name = folder.name.removesuffix(".partial")
-            if folder.name.endswith(".partial") or int(name[5:]) > step:
-                shutil.rmtree(folder)
+    for folder in iteration_folders(output_dir, partial=True):
+        if is_partial(folder) or iteration_step(folder) > step:
+            shutil.rmtree(folder)
     for version in store.versions():
         if version not in keep_versions:
             store.path(version).unlink()

@@ -28,6 +28,7 @@ from pathlib import Path
 from seal_hub.hub.registry import HubError, Ref, registry_for
 from seal_hub.interface import InterfaceError, InterfaceSnapshot, load_snapshot
 from seal_hub.replay.episodes import EpisodeTable, ReplayError, read_iteration
+from seal_hub.run_records import iteration_folders
 
 EVALUATION = "evaluation"
 
@@ -122,7 +123,8 @@ def _directory(path: Path) -> ReplaySource:
         diagnoses = path / "diagnoses.parquet"
         iteration = Iteration(EVALUATION, path / "trajectories.parquet", diagnoses if diagnoses.is_file() else None)
         return ReplaySource(path.name or str(path), "directory", {EVALUATION: iteration})
-    steps = sorted(p for p in (path / "iterations").glob("*/trajectories.parquet"))
+    steps = [folder / "trajectories.parquet" for folder in iteration_folders(path)]
+    steps = [file for file in steps if file.is_file()]
     if not steps:
         raise ReplayError(
             f"{path} holds neither trajectories.parquet (an evaluation) nor iterations/*/trajectories.parquet "

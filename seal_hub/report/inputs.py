@@ -27,8 +27,14 @@ import pyarrow.parquet as pq
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from seal_hub.interface import InterfaceSnapshot, load_snapshot
-from seal_hub.run_records import RUN_CONFIG_FILE
-from seal_hub.training.held_out import HELD_OUT_DIR
+from seal_hub.run_records import (
+    ITERATIONS_DIR,
+    RUN_CONFIG_FILE,
+    held_out_files,
+    is_partial,
+    iteration_folders,
+    iteration_step,
+)
 
 RESULTS_FILE = "results.json"
 EVAL_SCHEMA_PREFIX = "seal_hub.eval/"
@@ -257,7 +263,7 @@ def _iteration(folder: Path) -> Iteration:
             _check_parquet(folder / name)
     diagnoses = folder / "diagnoses.parquet"
     return Iteration(
-        step=int(folder.name.removeprefix("step_")),
+        step=iteration_step(folder),
         rollouts=metrics.rollouts,
         success_rate=metrics.success_rate,
         mean_weight=metrics.mean_weight,
@@ -285,7 +291,7 @@ def _model_from_adapter(path: Path, checkpoints: list[int]) -> dict[str, Any]:
 
 def _held_out(path: Path, last_step: int, notes: list[str]) -> tuple[HeldOutPoint, ...]:
     points = []
-    for file in sorted((path / HELD_OUT_DIR).glob("step_*.json")):
+    for file in held_out_files(path):
         record: _HeldOut = _validated(_HeldOut, _read_json(file), file)
         counts = {c: (v.passed, v.total) for c, v in record.per_category.items()}
         points.append(HeldOutPoint(record.step, record.num_tasks, record.success_rate, counts))
@@ -297,12 +303,11 @@ def _held_out(path: Path, last_step: int, notes: list[str]) -> tuple[HeldOutPoin
 
 def load_run(path: Path) -> RunRecord:
     notes = []
-    root = path / "iterations"
-    folders = sorted(root.glob("step_*")) if root.is_dir() else []
-    partial = [f.name for f in folders if f.name.endswith(".partial")]
+    folders = iteration_folders(path, partial=True)
+    partial = [f.name for f in folders if is_partial(f)]
     if partial:
         notes.append(f"unfinished iteration folder(s) skipped: {', '.join(partial)} (the run was stopped mid-step)")
-    iterations = tuple(_iteration(f) for f in folders if not f.name.endswith(".partial"))
+    iterations = tuple(_iteration(f) for f in folders if not is_partial(f))
     if not iterations:
         notes.append("no finished iteration yet")
     snapshots = []
@@ -366,7 +371,7 @@ def load_eval(path: Path) -> EvalRecord:
 
 
 def is_run(path: Path) -> bool:
-    return (path / "iterations").is_dir() or (path / "interfaces").is_dir() or (path / RUN_CONFIG_FILE).is_file()
+    return (path / ITERATIONS_DIR).is_dir() or (path / "interfaces").is_dir() or (path / RUN_CONFIG_FILE).is_file()
 
 
 def load_input(path: str | Path) -> RunRecord | EvalRecord:
