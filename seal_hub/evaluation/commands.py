@@ -17,6 +17,7 @@ from seal_hub.cli_args import (
     option,
     positive_limit,
 )
+from seal_hub.defaults import EVAL_MAX_NEW_TOKENS, MAX_CONTEXT_TOKENS, MAX_LIVE_EPISODES
 
 
 def _eval_spec_model(args: argparse.Namespace, config, model) -> dict:
@@ -144,9 +145,15 @@ def add_eval_command(commands: argparse._SubParsersAction) -> None:
     )
     evaluate.add_argument("--interface", default="null", help="'null' (the paper's protocol), a snapshot file or ref")
     evaluate.add_argument("--output_dir", default="eval", help="output directory (rerun with the same one to resume)")
-    option(evaluate, "max_new_tokens", type=int, default=512, help="tokens per model step")
-    option(evaluate, "max_context_tokens", type=int, default=8192, help="longest token sequence of one episode")
-    option(evaluate, "max_live_episodes", type=int, default=16, help="episodes generated together")
+    option(evaluate, "max_new_tokens", type=int, default=EVAL_MAX_NEW_TOKENS, help="tokens per model step")
+    option(
+        evaluate,
+        "max_context_tokens",
+        type=int,
+        default=MAX_CONTEXT_TOKENS,
+        help="longest token sequence of one episode",
+    )
+    option(evaluate, "max_live_episodes", type=int, default=MAX_LIVE_EPISODES, help="episodes generated together")
     option(evaluate, "parser_style", choices=PARSER_STYLES, default=None, help=PARSER_HELP)
     evaluate.add_argument(
         "--publish",

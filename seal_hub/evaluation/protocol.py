@@ -17,14 +17,19 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from seal_hub.config_checks import require_at_least_one
+from seal_hub.defaults import EVAL_MAX_NEW_TOKENS, MAX_CONTEXT_TOKENS, MAX_LIVE_EPISODES
 from seal_hub.envs.bfcl import EpisodeConfig
 from seal_hub.rollout import RolloutConfig, SamplingConfig
 
 
 @dataclass(frozen=True)
 class EvalProtocol:
-    max_new_tokens: int = field(default=512, metadata={"help": "Tokens the model may generate in one step."})
-    max_context_tokens: int = field(default=8192, metadata={"help": "Longest token sequence of one episode."})
+    max_new_tokens: int = field(
+        default=EVAL_MAX_NEW_TOKENS, metadata={"help": "Tokens the model may generate in one step."}
+    )
+    max_context_tokens: int = field(
+        default=MAX_CONTEXT_TOKENS, metadata={"help": "Longest token sequence of one episode."}
+    )
     max_steps_per_turn: int = field(default=20, metadata={"help": "Calling steps per user turn (BFCL: 20)."})
     allow_hidden_tools: bool = field(
         default=True, metadata={"help": "Execute withheld tools when called, as bfcl-eval does (paper: True)."}
@@ -40,7 +45,7 @@ class EvalProtocol:
         metadata={"help": "Tool-call format: hermes, llama3 or pythonic; unset: inferred from the chat template."},
     )
     max_live_episodes: int = field(
-        default=16, metadata={"help": "Episodes generated together in one batch (no effect on scores)."}
+        default=MAX_LIVE_EPISODES, metadata={"help": "Episodes generated together in one batch (no effect on scores)."}
     )
     temperature: float = field(default=0.0, metadata={"help": "Sampling temperature; the paper's protocol is 0."})
 

@@ -22,6 +22,7 @@ from typing import Any
 import yaml
 
 from seal_hub.atomic import write_json
+from seal_hub.defaults import EVAL_MAX_NEW_TOKENS, MAX_CONTEXT_TOKENS, MAX_LIVE_EPISODES
 
 MANIFEST, ARM_FILE, REPORT_DIR, TABLE_FILE = "manifest.json", "arm.json", "report", "experiment.md"
 SCHEMA = "seal_hub.experiment/1"
@@ -97,9 +98,15 @@ class ExperimentConfig:
     eval_categories: tuple[str, ...] | None = field(
         default=None, metadata={"help": "Categories of the main suite to evaluate on (all if unset)."}
     )
-    eval_max_new_tokens: int = field(default=512, metadata={"help": "Tokens per model step at evaluation."})
-    eval_max_context_tokens: int = field(default=8192, metadata={"help": "Longest evaluated episode, in tokens."})
-    eval_max_live_episodes: int = field(default=16, metadata={"help": "Episodes generated together at evaluation."})
+    eval_max_new_tokens: int = field(
+        default=EVAL_MAX_NEW_TOKENS, metadata={"help": "Tokens per model step at evaluation."}
+    )
+    eval_max_context_tokens: int = field(
+        default=MAX_CONTEXT_TOKENS, metadata={"help": "Longest evaluated episode, in tokens."}
+    )
+    eval_max_live_episodes: int = field(
+        default=MAX_LIVE_EPISODES, metadata={"help": "Episodes generated together at evaluation."}
+    )
     accelerate_config: str | None = field(
         default=None,
         metadata={

@@ -26,6 +26,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from seal_hub.defaults import MAX_CONTEXT_TOKENS
 from seal_hub.interface import InterfaceSnapshot
 from seal_hub.replay.chat import render_episode
 from seal_hub.replay.episodes import ReplayError
@@ -39,7 +40,9 @@ class LiveLimits:
     max_steps: int = field(default=12, metadata={"help": "Model steps before a live episode is stopped."})
     max_new_tokens: int = field(default=48, metadata={"help": "Tokens one model step may generate."})
     max_seconds: float = field(default=60.0, metadata={"help": "Wall-clock seconds before a live episode stops."})
-    max_context_tokens: int = field(default=8192, metadata={"help": "Longest token sequence of a live episode."})
+    max_context_tokens: int = field(
+        default=MAX_CONTEXT_TOKENS, metadata={"help": "Longest token sequence of a live episode."}
+    )
 
     def __post_init__(self) -> None:
         for name in ("max_steps", "max_new_tokens", "max_context_tokens"):

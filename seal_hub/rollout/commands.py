@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 
 from seal_hub.cli_args import PARSER_HELP, PARSER_STYLES, environment_options, option, positive_limit, task_arguments
+from seal_hub.defaults import MAX_CONTEXT_TOKENS, MAX_LIVE_EPISODES
 
 
 def _rollout(args: argparse.Namespace) -> int:
@@ -94,12 +95,18 @@ def add_rollout_command(commands: argparse._SubParsersAction) -> None:
     rollout.add_argument("--limit", type=int, default=None, help="first N tasks of the split")
     rollout.add_argument("--output_dir", required=True, help="directory for trajectories.parquet")
     option(rollout, "num_generations", type=int, default=1, help="rollouts per task")
-    option(rollout, "max_live_episodes", type=int, default=16, help="episodes generated together")
+    option(rollout, "max_live_episodes", type=int, default=MAX_LIVE_EPISODES, help="episodes generated together")
     option(rollout, "temperature", type=float, default=1.0, help="sampling temperature (0: greedy)")
     option(rollout, "top_p", type=float, default=1.0, help="nucleus sampling mass")
     option(rollout, "top_k", type=int, default=0, help="sample among the k likeliest tokens (0: all)")
     option(rollout, "max_new_tokens", type=int, default=256, help="tokens per model step")
-    option(rollout, "max_context_tokens", type=int, default=8192, help="longest token sequence of one episode")
+    option(
+        rollout,
+        "max_context_tokens",
+        type=int,
+        default=MAX_CONTEXT_TOKENS,
+        help="longest token sequence of one episode",
+    )
     option(rollout, "parser_style", choices=PARSER_STYLES, default=None, help=PARSER_HELP)
     option(rollout, "seed", type=int, default=0, help="sampling seed (and the seed of --split_file stratified)")
     rollout.add_argument("--interface", default=None, help="a published environment version to apply: ns/name-env@v3")

@@ -39,6 +39,7 @@ import jinja2
 from tqdm.auto import tqdm
 
 from seal_hub.config_checks import require_at_least_one
+from seal_hub.defaults import MAX_CONTEXT_TOKENS, MAX_LIVE_EPISODES
 from seal_hub.envs.episode import EpisodeSettings
 from seal_hub.envs.protocol import Action, Message, Observation
 from seal_hub.envs.suite import Suite, SuiteTask
@@ -64,8 +65,12 @@ class TemplateError(ValueError):
 @dataclass(frozen=True)
 class RolloutConfig:
     num_generations: int = field(default=1, metadata={"help": "Rollouts per task (the GRPO group size)."})
-    max_live_episodes: int = field(default=16, metadata={"help": "Episodes generated together in one batch."})
-    max_context_tokens: int = field(default=8192, metadata={"help": "Longest token sequence of one episode."})
+    max_live_episodes: int = field(
+        default=MAX_LIVE_EPISODES, metadata={"help": "Episodes generated together in one batch."}
+    )
+    max_context_tokens: int = field(
+        default=MAX_CONTEXT_TOKENS, metadata={"help": "Longest token sequence of one episode."}
+    )
     parser_style: str | None = field(
         default=None,
         metadata={"help": "Tool-call format: hermes, llama3 or pythonic; unset: inferred from the chat template."},

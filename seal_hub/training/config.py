@@ -12,6 +12,7 @@ import torch
 from trl import GRPOConfig
 
 from seal_hub.config_checks import require_at_least_one
+from seal_hub.defaults import EVAL_MAX_NEW_TOKENS, MAX_CONTEXT_TOKENS, MAX_LIVE_EPISODES
 from seal_hub.interface.evolve import INTERFACE_MODES, EvolveSettings
 from seal_hub.toolcalls import check_parser_style
 from seal_hub.training.groups import DYNAMIC_SAMPLING
@@ -51,13 +52,17 @@ class SealConfig(GRPOConfig, EvolveSettings):
         },
     )
     max_new_tokens: int = field(default=256, metadata={"help": "Tokens one model step (one reply) may generate."})
-    max_context_tokens: int = field(default=8192, metadata={"help": "Longest token sequence of one episode."})
+    max_context_tokens: int = field(
+        default=MAX_CONTEXT_TOKENS, metadata={"help": "Longest token sequence of one episode."}
+    )
     max_steps_per_turn: int = field(default=20, metadata={"help": "Calling steps allowed in one user turn."})
     max_steps_per_episode: int | None = field(
         default=None,
         metadata={"help": "Model steps allowed in a whole training episode (the paper: 20); unset: no cap."},
     )
-    max_live_episodes: int = field(default=16, metadata={"help": "Episodes generated together in one batch."})
+    max_live_episodes: int = field(
+        default=MAX_LIVE_EPISODES, metadata={"help": "Episodes generated together in one batch."}
+    )
     parser_style: str | None = field(
         default=None,
         metadata={"help": "Tool-call format: hermes, llama3, pythonic; unset: inferred from the chat template."},
@@ -79,8 +84,8 @@ class SealConfig(GRPOConfig, EvolveSettings):
         },
     )
     eval_max_new_tokens: int = field(
-        default=512,
-        metadata={"help": "Tokens per model step in held-out evaluations (seal-hub eval's --max_new_tokens, 512)."},
+        default=EVAL_MAX_NEW_TOKENS,
+        metadata={"help": f"Tokens per model step in held-out evaluations (seal-hub eval's, {EVAL_MAX_NEW_TOKENS})."},
     )
     eval_tasks: int = field(
         default=16, metadata={"help": "Test-split tasks in each held-out evaluation (categories taken in turn)."}
