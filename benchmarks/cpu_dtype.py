@@ -29,11 +29,11 @@ import torch  # noqa: E402
 
 from seal_hub.envs.bfcl_single import BfclSingleSuite  # noqa: E402
 from seal_hub.envs.suite import in_turn  # noqa: E402
+from seal_hub.evaluation import EvalProtocol  # noqa: E402
 from seal_hub.models import PolicyConfig, build_tiny_model, load_policy  # noqa: E402
 from seal_hub.models.demo import DEMO_MODEL_ID  # noqa: E402
-from seal_hub.models.end_tokens import end_token_ids  # noqa: E402
-from seal_hub.rollout import HFBackend, PolicyInfo  # noqa: E402
-from seal_hub.training.held_out import HeldOutSettings, evaluate_held_out  # noqa: E402
+from seal_hub.rollout import PolicyInfo, build_hf_backend  # noqa: E402
+from seal_hub.training.held_out import evaluate_held_out  # noqa: E402
 from seal_hub.training.warmup import warmup_dataset  # noqa: E402
 
 CATEGORIES = ("simple", "multiple", "parallel", "live_simple", "irrelevance")
@@ -49,11 +49,11 @@ def cpu_features() -> str:
 
 
 def evaluation(model, tokenizer, suite, tasks, max_new_tokens: int):
-    backend = HFBackend(model, end_token_ids(model, tokenizer), tokenizer.pad_token_id or 0)
-    settings = HeldOutSettings(max_new_tokens, 4096, 1, len(tasks), None)
+    backend = build_hf_backend(model, tokenizer)
+    protocol = EvalProtocol(max_new_tokens, 4096, max_steps_per_turn=1, max_live_episodes=len(tasks))
     start = time.perf_counter()
     with torch.no_grad():
-        result = evaluate_held_out(backend, tokenizer, suite, tasks, settings, PolicyInfo("bench"), 0)
+        result = evaluate_held_out(backend, tokenizer, suite, tasks, protocol, PolicyInfo("bench"), 0)
     return result, time.perf_counter() - start, backend
 
 

@@ -2,7 +2,7 @@
 
 Both score the same BFCL held-out tasks (the paper's test split, the same number from each category) with the
 same tiny random policy under the paper's evaluation protocol (`EvalProtocol`: greedy, null interface,
-bfcl-eval's step limit, withheld tools executable), through `run_evaluation`, in one process:
+bfcl-eval's step limit, withheld tools executable), through `evaluate_policy`, in one process:
 
 - batched: `HFBackend`, up to `--max_live_episodes` episodes in one decode batch, each episode's KV kept between
   its steps and a task prefix's KV shared;
@@ -26,10 +26,10 @@ from baselines import SequentialBackend  # beside this script
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from seal_hub.envs.bfcl import BfclSuite
-from seal_hub.evaluation import EvalProtocol, EvalSpec, ModelRunner, interface_record, run_evaluation
+from seal_hub.evaluation import EvalProtocol, EvalSpec, evaluate_policy, interface_record
 from seal_hub.interface import InterfaceSnapshot
 from seal_hub.models import build_tiny_model, end_token_ids
-from seal_hub.rollout import HFBackend, PolicyInfo, RolloutEngine
+from seal_hub.rollout import HFBackend, PolicyInfo
 
 
 def main() -> None:
@@ -56,13 +56,14 @@ def main() -> None:
             ("sequential", SequentialBackend(model, eos, pad), 1),
         ):
             protocol = EvalProtocol(max_new_tokens=args.max_new_tokens, max_live_episodes=batch)
-            engine = RolloutEngine(backend, tokenizer, suite, protocol.rollout_config(), PolicyInfo("tiny"), interface)
-            model_record = {"id": "tiny", "revision": None}
             spec = EvalSpec(
-                suite.name, "test", "paper", model_record, None, interface_record(interface), protocol.as_dict()
+                suite.name, "test", "paper", {"id": "tiny", "revision": None}, None, interface_record(interface)
             )
             start = time.perf_counter()
-            result = run_evaluation(suite, tasks, ModelRunner(engine), spec, Path(out) / name, progress=False)
+            policy = PolicyInfo("tiny")
+            result = evaluate_policy(
+                backend, tokenizer, policy, suite, tasks, protocol, interface, spec, Path(out) / name
+            )
             seconds = time.perf_counter() - start
             runs[name] = (result, seconds)
             steps = sum(t.num_steps for t in result.trajectories)

@@ -31,12 +31,12 @@ def real_records(root: Path, tasks: int):
     """Rollouts of the tiny policy on the `tasks` shortest-prompt training tasks, with their diagnosis rows."""
     from seal_hub.diagnosis.records import diagnosis_rows
     from seal_hub.envs.bfcl import BfclSuite
-    from seal_hub.models import PolicyConfig, build_tiny_model, end_token_ids, load_policy
-    from seal_hub.rollout import HFBackend, PolicyInfo, RolloutConfig, RolloutEngine, SamplingConfig
+    from seal_hub.models import PolicyConfig, build_tiny_model, load_policy
+    from seal_hub.rollout import PolicyInfo, RolloutConfig, RolloutEngine, SamplingConfig, build_hf_backend
 
     suite = BfclSuite()
     model, tokenizer = load_policy(PolicyConfig(model_name_or_path=str(build_tiny_model(root / "tiny"))))
-    backend = HFBackend(model, end_token_ids(model, tokenizer), tokenizer.pad_token_id or 0)
+    backend = build_hf_backend(model, tokenizer)
     config = RolloutConfig(num_generations=2, sampling=SamplingConfig(max_new_tokens=16))
     engine = RolloutEngine(backend, tokenizer, suite, config, PolicyInfo("tiny"))
     chosen = [suite.task(f"multi_turn_base_{k}") for k in range(tasks)]

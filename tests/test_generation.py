@@ -336,13 +336,12 @@ def test_the_engine_parses_in_the_inferred_style_and_refuses_a_contradiction(sui
 def test_library_configs_default_to_the_inferred_style(tmp_path):
     from seal_hub.evaluation import EvalProtocol
     from seal_hub.training import SealConfig
-    from seal_hub.training.held_out import HeldOutSettings
+    from seal_hub.training.held_out import held_out_protocol
 
     assert RolloutConfig().parser_style is None
     assert EvalProtocol().parser_style is None and EvalProtocol().rollout_config().parser_style is None
-    assert HeldOutSettings().parser_style is None
     base = {"output_dir": str(tmp_path), "use_cpu": True, "num_generations": 2}
-    assert SealConfig(**base).parser_style is None
+    assert SealConfig(**base).parser_style is None and held_out_protocol(SealConfig(**base)).parser_style is None
     with pytest.raises(ValueError, match="parser_style='xml'"):
         SealConfig(**base, parser_style="xml")
     with pytest.raises(ValueError, match="repetition_penalty are not applied"):

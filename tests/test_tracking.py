@@ -132,25 +132,38 @@ def test_eval_settings_are_checked(tmp_path):
         SealConfig(output_dir=str(tmp_path), use_cpu=True, eval_tasks=0, num_generations=2)
 
 
-def test_held_out_evaluation_scores_with_the_eval_commands_protocol(suite, monkeypatch):
-    """One default: the held-out rollouts get `seal-hub eval`'s tokens per step, whatever the training reply budget."""
-    from seal_hub.evaluation import EvalProtocol
+def test_held_out_evaluation_scores_with_the_eval_commands_protocol(suite, monkeypatch, tmp_path):
+    """One protocol from the config: the held-out rollouts get `seal-hub eval`'s tokens per step and step limit
+    (BFCL's 20 per turn), whatever the training reply budget and `max_steps_per_turn`; the trainer's periodic
+    evaluation and the held-out comparison both take it from `held_out_protocol`."""
+    from seal_hub.evaluation import EvalProtocol, OracleRunner, harness
     from seal_hub.rollout import PolicyInfo
-    from seal_hub.training import held_out
+    from seal_hub.training import SealConfig, held_out
 
     seen = {}
 
-    class Engine:
+    class Engine:  # plays the reference answers under the episode settings it was given
         def __init__(self, backend, tokenizer, suite, config, policy, interface):
             seen["config"], seen["interface"] = config, interface
+            self.policy, self.oracle = policy, OracleRunner(suite, config.episode)
 
-        def run(self, tasks):
-            return []
+        def run(self, tasks, progress=False, on_trajectory=None):
+            self.oracle.run(tasks, on_trajectory)
 
-    monkeypatch.setattr(held_out, "RolloutEngine", Engine)
-    monkeypatch.setattr(held_out, "resolve_parser_style", lambda tokenizer, style: style or "hermes")
-    settings = held_out.HeldOutSettings(max_live_episodes=3)
-    result = held_out.evaluate_held_out(None, None, suite, [], settings, PolicyInfo("p"), step=1)
-    assert result.protocol == EvalProtocol(parser_style="hermes", max_live_episodes=3)
+    monkeypatch.setattr(harness, "RolloutEngine", Engine)
+    monkeypatch.setattr(harness, "resolve_parser_style", lambda tokenizer, style: style or "hermes")
+    config = SealConfig(
+        output_dir=str(tmp_path), use_cpu=True, num_generations=2, max_steps_per_turn=1, max_live_episodes=3
+    )
+    protocol = held_out.held_out_protocol(config)
+    assert protocol == EvalProtocol(max_live_episodes=3) and protocol.max_steps_per_turn == 20
+    tasks = suite.select(["multi_turn_base_0", "multi_turn_miss_func_0"])
+    result = held_out.evaluate_held_out(None, None, suite, tasks, protocol, PolicyInfo("p"), step=1)
+    assert result.per_category == {"base": (1, 1), "miss_func": (1, 1)} and result.task_ids == tuple(
+        t.id for t in tasks
+    )
+    assert result.protocol == EvalProtocol(max_live_episodes=3, parser_style="hermes")
     assert seen["config"].sampling.max_new_tokens == EvalProtocol().max_new_tokens == 512
+    assert seen["config"].episode.max_steps_per_turn == 20
+    assert seen["config"].parser_style == "hermes"  # resolved from the chat template, as results.json names it
     assert seen["config"].sampling.temperature == 0.0 and seen["interface"].is_null

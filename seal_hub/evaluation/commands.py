@@ -39,13 +39,15 @@ def _eval_adapter(ref_text: str):
 
 
 def _eval(args: argparse.Namespace) -> int:
+    import dataclasses
+
     from seal_hub.envs.builtin import resolve_suite
     from seal_hub.envs.suite import in_turn
     from seal_hub.evaluation import (
         EvalProtocol,
         EvalSpec,
-        ModelRunner,
         OracleRunner,
+        evaluate_policy,
         interface_record,
         run_evaluation,
     )
@@ -82,42 +84,42 @@ def _eval(args: argparse.Namespace) -> int:
             from seal_hub.evaluation.publish import check_adapter_head
 
             check_adapter_head(adapter)  # before the run, not after it
+
+    def spec(model_record: dict) -> EvalSpec:
+        return EvalSpec(
+            suite=suite.name,
+            split=args.split,
+            split_source=(args.split_file or suite.default_split)
+            + (f"; categories {args.categories}" if args.categories else ""),
+            model=model_record,
+            adapter=adapter,
+            interface=interface_record(interface, args.interface or "null"),
+        )
+
+    progress = not args.no_progress
     if args.model == "oracle":
         runner = OracleRunner(suite, protocol.episode_config(), interface.version)
-        model_record = {"id": "oracle", "revision": None}
+        oracle = dataclasses.replace(spec({"id": "oracle", "revision": None}), protocol=protocol.as_dict())
+        result = run_evaluation(suite, tasks, runner, oracle, args.output_dir, progress=progress)
     else:
-        import dataclasses
-
-        from seal_hub.models import end_token_ids, load_for_inference
-        from seal_hub.models.parser_style import resolve_parser_style
-        from seal_hub.rollout import HFBackend, PolicyInfo, RolloutEngine
+        from seal_hub.models import load_for_inference
+        from seal_hub.rollout import PolicyInfo, build_hf_backend
 
         if resolved is not None:  # before the model loads: an adapter of another base fails at once
             check_base_model(resolved, args.model)
         model, tokenizer, config = load_for_inference(args.model)
         model_record = _eval_spec_model(args, config, model)
-        protocol = dataclasses.replace(protocol, parser_style=resolve_parser_style(tokenizer, protocol.parser_style))
         if resolved is not None:
             from seal_hub.hub.sources import attach_policy
 
             model = attach_policy(model, resolved)
         model.eval()
-        backend = HFBackend(model, end_token_ids(model, tokenizer), tokenizer.pad_token_id or 0, seed=0)
         policy_id = adapter["repo"] if adapter else model_record["id"]
         info = PolicyInfo(policy_id, adapter["commit"] if adapter else model_record["revision"])
-        engine = RolloutEngine(backend, tokenizer, suite, protocol.rollout_config(), info, interface)
-        runner = ModelRunner(engine)
-    spec = EvalSpec(
-        suite=suite.name,
-        split=args.split,
-        split_source=(args.split_file or suite.default_split)
-        + (f"; categories {args.categories}" if args.categories else ""),
-        model=model_record,
-        adapter=adapter,
-        interface=interface_record(interface, args.interface or "null"),
-        protocol=protocol.as_dict(),
-    )
-    result = run_evaluation(suite, tasks, runner, spec, args.output_dir, progress=not args.no_progress)
+        backend = build_hf_backend(model, tokenizer)
+        result = evaluate_policy(
+            backend, tokenizer, info, suite, tasks, protocol, interface, spec(model_record), args.output_dir, progress
+        )
     print(result.scores.table(suite.name))
     print(f"wrote {result.out} ({result.ran} task(s) run, {len(tasks) - result.ran} resumed)")
     if args.publish:

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
@@ -65,7 +65,7 @@ class EvalSpec:
     model: dict[str, Any]  # {"id", "revision"}
     adapter: dict[str, Any] | None  # {"ref", "repo", "revision", "commit"}
     interface: dict[str, Any]  # {"ref", "version", "content_hash"}
-    protocol: dict[str, Any]
+    protocol: dict[str, Any] = field(default_factory=dict)  # `EvalProtocol.as_dict()`; `evaluate_policy` fills it
 
     def settings(self) -> dict[str, Any]:
         return {

@@ -150,17 +150,16 @@ def adapter_record(subject: Subject, run_dir: Path) -> dict[str, Any]:
 
 def evaluate_arm(config: ExperimentConfig, model_args: Any, subject: Subject, suite_name: str, out: Path) -> None:
     """Score the subject's weights (or the untrained model) on `suite_name`'s test split (its default: bfcl's is the
-    paper's),
-    the main suite's `eval_categories` taken in turn, with `seal-hub eval`'s protocol."""
+    paper's), the main suite's `eval_categories` taken in turn, with `seal-hub eval`'s protocol, through the one
+    evaluation path (`evaluate_policy`)."""
     from transformers.integrations.deepspeed import unset_hf_deepspeed_config
 
     from seal_hub.envs.builtin import load_suite
     from seal_hub.envs.suite import SuiteError, in_turn
-    from seal_hub.evaluation import EvalProtocol, EvalSpec, ModelRunner, interface_record, run_evaluation
+    from seal_hub.evaluation import EvalProtocol, EvalSpec, evaluate_policy, interface_record
     from seal_hub.interface import InterfaceSnapshot
-    from seal_hub.models import end_token_ids, load_policy, place_for_inference
-    from seal_hub.models.parser_style import resolve_parser_style
-    from seal_hub.rollout import HFBackend, PolicyInfo, RolloutEngine
+    from seal_hub.models import load_policy, place_for_inference
+    from seal_hub.rollout import PolicyInfo, build_hf_backend
 
     main = suite_name == config.eval_suites[0]
     try:
@@ -187,14 +186,11 @@ def evaluate_arm(config: ExperimentConfig, model_args: Any, subject: Subject, su
         max_new_tokens=config.eval_max_new_tokens,
         max_context_tokens=config.eval_max_context_tokens,
         max_live_episodes=config.eval_max_live_episodes,
-        parser_style=resolve_parser_style(tokenizer, None),  # results.json names the style the template teaches
     )
     model_id = model_id_of(config.plan()["model"])
     adapter = adapter_record(subject, run_dir) if run_dir is not None else None
     interface = InterfaceSnapshot.null(suite.name)
-    backend = HFBackend(model, end_token_ids(model, tokenizer), tokenizer.pad_token_id or 0, seed=0)
     info = PolicyInfo(f"{model_id}:{subject.name}" if adapter else model_id, adapter["commit"] if adapter else None)
-    engine = RolloutEngine(backend, tokenizer, suite, protocol.rollout_config(), info, interface)
     spec = EvalSpec(
         suite=suite.name,
         split="test",
@@ -202,9 +198,9 @@ def evaluate_arm(config: ExperimentConfig, model_args: Any, subject: Subject, su
         model={"id": model_id, "revision": None},
         adapter=adapter,
         interface=interface_record(interface, "null"),
-        protocol=protocol.as_dict(),
     )
-    run_evaluation(suite, tasks, ModelRunner(engine), spec, out, progress=False)
+    # results.json names the parser style the chat template teaches (evaluate_policy resolves it)
+    evaluate_policy(build_hf_backend(model, tokenizer), tokenizer, info, suite, tasks, protocol, interface, spec, out)
 
 
 def model_id_of(name: str) -> str:

@@ -109,8 +109,7 @@ class LiveRunner:
     def stream(self, request: LiveRequest, suite: Any = None) -> Iterator[LiveFrame]:
         """Run `request` on `suite` (default: the runner's), yielding the chat after every model step, then the
         verified episode."""
-        from seal_hub.models import end_token_ids
-        from seal_hub.rollout import HFBackend, PolicyInfo, RolloutConfig, RolloutEngine, SamplingConfig
+        from seal_hub.rollout import PolicyInfo, RolloutConfig, RolloutEngine, SamplingConfig, build_hf_backend
         from seal_hub.rollout.engine import _Live
 
         try:
@@ -122,7 +121,7 @@ class LiveRunner:
         limits = self.limits
         sampling = SamplingConfig(temperature=0.0, max_new_tokens=limits.max_new_tokens, seed=request.seed)
         config = RolloutConfig(max_context_tokens=limits.max_context_tokens, sampling=sampling)
-        backend = HFBackend(model, end_token_ids(model, tokenizer), tokenizer.pad_token_id or 0, seed=request.seed)
+        backend = build_hf_backend(model, tokenizer, seed=request.seed)
         engine = RolloutEngine(backend, tokenizer, suite, config, PolicyInfo(policy_id), interface=request.interface)
         started = time.perf_counter()
         episode = _Live(engine, task, 0, f"live-{id(self)}-{time.time_ns()}")

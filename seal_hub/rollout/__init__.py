@@ -24,6 +24,7 @@ _LAZY = {
     "RolloutEngine": "seal_hub.rollout.engine",
     "TemplateError": "seal_hub.rollout.engine",
     "HFBackend": "seal_hub.rollout.hf_backend",
+    "build_hf_backend": "seal_hub.rollout.hf_backend",
     "FEATURES": "seal_hub.rollout.records",
     "Trajectory": "seal_hub.rollout.records",
     "read_trajectories": "seal_hub.rollout.records",

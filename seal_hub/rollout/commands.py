@@ -18,13 +18,13 @@ def _rollout(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from seal_hub.envs.builtin import suite_tasks
-    from seal_hub.models import end_token_ids, load_for_inference
+    from seal_hub.models import load_for_inference
     from seal_hub.rollout import (
-        HFBackend,
         PolicyInfo,
         RolloutConfig,
         RolloutEngine,
         SamplingConfig,
+        build_hf_backend,
         write_trajectories,
     )
 
@@ -45,7 +45,7 @@ def _rollout(args: argparse.Namespace) -> int:
         parser_style=args.parser_style,
         sampling=SamplingConfig(args.temperature, args.top_p, args.max_new_tokens, args.seed, top_k=args.top_k),
     )
-    backend = HFBackend(model, end_token_ids(model, tokenizer), tokenizer.pad_token_id or 0, seed=args.seed)
+    backend = build_hf_backend(model, tokenizer, seed=args.seed)
     snapshot = interface.value if interface is not None else None
     engine = RolloutEngine(backend, tokenizer, suite, config, info, snapshot)
     start = time.perf_counter()

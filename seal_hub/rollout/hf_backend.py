@@ -28,6 +28,10 @@ back would wait for anyway).
 With `synced` (several ranks whose forwards are collectives, `seal_hub.rollout.synced`), every forward first joins
 the ranks' "any work left" all-reduce, and `finish` runs dummy forwards until every rank's rollouts are done.
 
+`build_hf_backend(model, tokenizer, seed)` is the one way seal_hub builds it for a model and its tokenizer (the
+model's end-of-turn tokens, the tokenizer's pad token): `seal-hub eval` and `rollout`, the trainer, the held-out
+comparison, the experiment and the replay Space's live episodes all call it.
+
 `timings` accumulates where generation time goes (prefill forwards, decode forwards, cache work, sampling) for
 the benchmarks. Not covered: speculative decoding, paged attention, or multi-GPU inference (use vLLM there).
 """
@@ -246,6 +250,14 @@ class HFBackend:
             covered = requests[index].token_ids + tuple(generated[index][:-1])
             self.rows.set_ids(row, covered, requests[index].prefix_length)
         return [Generation(tuple(generated[i]), tuple(logprobs[i]), finished[i]) for i in range(n)]
+
+
+def build_hf_backend(model, tokenizer, seed: int = 0, synced: SyncedSteps | None = None) -> HFBackend:
+    """The batched backend for `model`: it stops on every end-of-turn token of the model and its tokenizer
+    (`end_token_ids`) and pads with the tokenizer's pad token (0 when it has none); `seed` seeds its sampling."""
+    from seal_hub.models.end_tokens import end_token_ids  # here: this module imports on a bare GPU machine
+
+    return HFBackend(model, end_token_ids(model, tokenizer), tokenizer.pad_token_id or 0, seed=seed, synced=synced)
 
 
 def _clock(device: torch.device):

@@ -62,7 +62,6 @@ from trl import TrlParser
 from seal_hub.envs.bfcl import Split, SplitError
 from seal_hub.envs.builtin import require_trainable, resolve_suite, trainable_suites
 from seal_hub.envs.suite import Suite, SuiteError, in_turn
-from seal_hub.evaluation import EvalProtocol
 from seal_hub.hub import HubError, PublishConfig
 from seal_hub.hub.sources import SourceError, attach_policy, check_base_model, derive_interface, run_sources
 from seal_hub.interface import InterfaceError
@@ -79,7 +78,7 @@ from seal_hub.training.comparison import (
     stage_dir,
     stage_point,
 )
-from seal_hub.training.held_out import held_out_tasks, write_held_out
+from seal_hub.training.held_out import held_out_protocol, held_out_tasks, write_held_out
 from seal_hub.training.warmup import WarmupMismatchError, run_warmup, shared_warmup, warmup_dataset
 
 # the CPU demo, the default without --config (package data, its one copy)
@@ -291,12 +290,7 @@ def check_enough_tasks(count: int, config: SealConfig) -> None:
 def held_out_plan(suite: Suite, args: SealScriptArguments, config: SealConfig) -> HeldOutPlan:
     """The held-out tasks and protocol every stage of the comparison uses (the trainer's eval_every_steps too)."""
     tasks = held_out_tasks(suite, task_split(suite, args).test, config.eval_tasks, args.categories)
-    protocol = EvalProtocol(
-        max_new_tokens=config.eval_max_new_tokens,
-        max_context_tokens=config.max_context_tokens,
-        parser_style=config.parser_style,
-        max_live_episodes=config.max_live_episodes,
-    )
+    protocol = held_out_protocol(config)
     return HeldOutPlan(suite, tuple(tasks), protocol, args.split_file or "default", tuple(args.categories or ()))
 
 

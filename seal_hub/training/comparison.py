@@ -2,8 +2,9 @@
 
 With `held_out_comparison`, the training script evaluates the policy three times on the same held-out tasks
 (`held_out_tasks`: `eval_tasks` tasks of the test split, of `categories` when given, categories taken in turn)
-through the evaluation harness `seal-hub eval` uses (`run_evaluation`, `EvalProtocol`: null interface, greedy,
-the suite's own step rule), each into its own evaluation directory under the run:
+through the one evaluation path `seal-hub eval` uses (`evaluate_policy`), under the run's held-out protocol
+(`held_out_protocol`: null interface, greedy, the suite's own step rule, the trainer's periodic evaluation's too),
+each into its own evaluation directory under the run:
 
     eval/base/      the model before any training
     eval/warmup/    after the SFT warm-up (only with sft_warmup_steps)
@@ -18,22 +19,20 @@ Not covered: confidence intervals over seeds (one run is one seed; `seal_hub.exp
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from seal_hub.envs.suite import Suite, SuiteTask
-from seal_hub.evaluation import EvalProtocol, EvalSpec, ModelRunner, interface_record, run_evaluation
+from seal_hub.evaluation import EvalProtocol, EvalSpec, evaluate_policy, interface_record
 from seal_hub.evaluation.harness import EvalResult
 from seal_hub.evaluation.results import RESULTS_JSON
-from seal_hub.evaluation.scores import Scores
+from seal_hub.evaluation.scores import CategoryScore, Scores
 from seal_hub.interface import InterfaceSnapshot
-from seal_hub.models.end_tokens import end_token_ids
 from seal_hub.models.merged import merged_lora
-from seal_hub.models.parser_style import resolve_parser_style
-from seal_hub.rollout import HFBackend, PolicyInfo, RolloutEngine
+from seal_hub.rollout import PolicyInfo, build_hf_backend
+from seal_hub.run_records import held_out_files
 from seal_hub.training.held_out import HeldOutResult
 
 EVAL_DIR = "eval"
@@ -73,19 +72,12 @@ def evaluate_stage(
     """One stage: `model` (as it is now) on the plan's tasks into `out`, recorded as `model_record` (and
     `adapter_record`, the published adapter these weights are) exactly as `seal-hub eval` records a run; with
     `merge_lora`, generating with LoRA merged into a copy of the weights (`seal_hub.models.merged`)."""
-    protocol = dataclasses.replace(
-        plan.protocol, parser_style=resolve_parser_style(tokenizer, plan.protocol.parser_style)
-    )
     interface = InterfaceSnapshot.null(plan.suite.name)
     was_training = model.training
     model.eval()
     try:
-        backend = HFBackend(model, end_token_ids(model, tokenizer), tokenizer.pad_token_id or 0, seed=0)
         policy_id = adapter_record["repo"] if adapter_record else model_record["id"]
         revision = adapter_record["commit"] if adapter_record else model_record.get("revision")
-        engine = RolloutEngine(
-            backend, tokenizer, plan.suite, protocol.rollout_config(), PolicyInfo(policy_id, revision), interface
-        )
         categories = f"; categories {','.join(plan.categories)}" if plan.categories else ""
         spec = EvalSpec(
             suite=plan.suite.name,
@@ -94,10 +86,20 @@ def evaluate_stage(
             model=model_record,
             adapter=adapter_record,
             interface=interface_record(interface, "null"),
-            protocol=protocol.as_dict(),
         )
         with merged_lora(model, enabled=merge_lora):
-            return run_evaluation(plan.suite, list(plan.tasks), ModelRunner(engine), spec, out, progress=True)
+            return evaluate_policy(
+                build_hf_backend(model, tokenizer),
+                tokenizer,
+                PolicyInfo(policy_id, revision),
+                plan.suite,
+                list(plan.tasks),
+                plan.protocol,
+                interface,
+                spec,
+                out,
+                progress=True,
+            )
     finally:
         model.train(was_training)
 
@@ -117,11 +119,8 @@ def read_stage(out: str | Path) -> Scores | None:
 def held_out_curve(output_dir: str | Path, before_step: int) -> dict[str, Scores]:
     """The held-out evaluations the trainer made during training (`eval_every_steps`, `held_out/step_N.json`),
     steps before `before_step`, as `step N` -> scores: the learning curve between the warm-up and the final stage."""
-    from seal_hub.evaluation.scores import CategoryScore
-    from seal_hub.training.held_out import HELD_OUT_DIR
-
     curve = {}
-    for path in sorted((Path(output_dir) / HELD_OUT_DIR).glob("step_*.json")):
+    for path in held_out_files(output_dir):
         record = json.loads(path.read_text(encoding="utf-8"))
         if record["step"] < before_step:
             per = {c: CategoryScore(v["passed"], v["total"]) for c, v in record["per_category"].items()}
@@ -168,7 +167,7 @@ def stage_point(result: EvalResult, step: int, protocol: EvalProtocol) -> HeldOu
     return HeldOutResult(
         step=step,
         per_category=per,
-        seconds=float(result.results.get("wall_seconds", 0.0)),
+        seconds=float(result.results.get("wall_seconds", result.wall_seconds)),
         task_ids=tuple(t.task_id for t in result.trajectories),
         protocol=protocol,
     )

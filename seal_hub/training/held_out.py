@@ -1,45 +1,53 @@
-"""Held-out evaluation during training: a fixed subset of the test split, rolled out with the paper's protocol
+"""Held-out evaluation during training: a fixed subset of the test split, scored with the paper's protocol
 (`seal_hub.evaluation.EvalProtocol`: null interface, greedy decoding, withheld tools executed and BFCL's step
 limit, as `seal-hub eval` scores), counted per category.
 
-`evaluate_held_out` is one function over the existing `RolloutEngine`, so the trainer can call it every
-`eval_every_steps` and a later evaluation harness can replace it without touching the trainer; it runs any
-suite's episodes. `held_out_tasks` picks the subset: categories interleaved in the split's order (BFCL: base,
-miss_func, miss_param, long_context, base, ...), so a small count still covers every category. The result is
+`held_out_protocol(config)` is the one protocol a training run evaluates under, built from its `SealConfig`: the
+trainer's evaluation every `eval_every_steps` and the training script's held-out comparison (base model, after the
+warm-up, after SEAL) both use it, so every point of the learning curve is scored the same way. It takes the
+evaluation's tokens per step (`eval_max_new_tokens`), the context, batch size and parser style from the config,
+and the step limit from the protocol, not from training: BFCL's 20 calling steps per turn, which `seal-hub eval`
+applies and the paper evaluates with, whatever `max_steps_per_turn` the rollouts trained under.
+
+`evaluate_held_out` scores through the one evaluation path (`seal_hub.evaluation.evaluate_policy`) in memory; it
+runs any suite's episodes. `held_out_tasks` picks the subset: categories interleaved in the split's order (BFCL:
+base, miss_func, miss_param, long_context, base, ...), so a small count still covers every category. The result is
 logged as `eval_success_rate` and `eval_success_rate/<category>` (trackio and wandb show them as `eval/...`) and
-written to `held_out/step_NNNNNN.json` in the run directory, where `seal-hub report` finds it.
+written to `held_out/step_NNNNNN.json` in the run directory (`seal_hub.run_records.held_out_path`), where
+`seal-hub report` finds it.
 
 Not covered: the full 400-task evaluation with its own records and cards (`seal-hub eval`).
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from seal_hub.atomic import write_json
 from seal_hub.envs.suite import Suite, SuiteTask, in_turn
+from seal_hub.evaluation.harness import evaluate_policy
 from seal_hub.evaluation.protocol import EvalProtocol
 from seal_hub.interface import InterfaceSnapshot
-from seal_hub.models.parser_style import resolve_parser_style
-from seal_hub.rollout import GenerationBackend, PolicyInfo, RolloutEngine
+from seal_hub.rollout import GenerationBackend, PolicyInfo
+from seal_hub.run_records import held_out_path
 
-HELD_OUT_DIR = "held_out"
+if TYPE_CHECKING:
+    from seal_hub.training.config import SealConfig
 
 
-@dataclass(frozen=True)
-class HeldOutSettings:
-    """How episodes run during a held-out evaluation (the trainer fills it from `SealConfig`). Tokens per step
-    are `eval_max_new_tokens` (default 512, `seal-hub eval`'s), not the training reply budget."""
-
-    max_new_tokens: int = 512  # seal-hub eval's default
-    max_context_tokens: int = 8192
-    max_steps_per_turn: int = 20
-    max_live_episodes: int = 16
-    parser_style: str | None = None  # None: inferred from the chat template
+def held_out_protocol(config: SealConfig) -> EvalProtocol:
+    """The protocol a training run's held-out evaluations score under (see the module docstring): tokens per step
+    are `eval_max_new_tokens` (`seal-hub eval`'s default), not the training reply budget, and the step limit is the
+    protocol's (BFCL's 20 per turn), not training's `max_steps_per_turn`."""
+    return EvalProtocol(
+        max_new_tokens=config.eval_max_new_tokens,
+        max_context_tokens=config.max_context_tokens,
+        parser_style=config.parser_style,
+        max_live_episodes=config.max_live_episodes,
+    )
 
 
 @dataclass(frozen=True)
@@ -94,37 +102,23 @@ def evaluate_held_out(
     tokenizer,
     suite: Suite,
     tasks: Sequence[SuiteTask],
-    settings: HeldOutSettings,
+    protocol: EvalProtocol,
     policy: PolicyInfo,
     step: int,
 ) -> HeldOutResult:
-    """One greedy rollout per task on the null interface under `seal-hub eval`'s protocol; verdicts per category."""
-    protocol = EvalProtocol(
-        max_new_tokens=settings.max_new_tokens,
-        max_context_tokens=settings.max_context_tokens,
-        max_steps_per_turn=settings.max_steps_per_turn,
-        parser_style=resolve_parser_style(tokenizer, settings.parser_style),  # the record names the style used
-        max_live_episodes=settings.max_live_episodes,
-    )
-    config = protocol.rollout_config()
-    engine = RolloutEngine(backend, tokenizer, suite, config, policy, InterfaceSnapshot.null(suite.name))
-    start = time.perf_counter()
-    trajectories = engine.run(list(tasks))
-    counts: dict[str, list[int]] = {}
-    for trajectory in trajectories:
-        entry = counts.setdefault(trajectory.category, [0, 0])
-        entry[0] += int(trajectory.passed)
-        entry[1] += 1
+    """One greedy rollout per task on the null interface under `protocol` (`held_out_protocol`); verdicts per
+    category."""
+    interface = InterfaceSnapshot.null(suite.name)
+    result = evaluate_policy(backend, tokenizer, policy, suite, tasks, protocol, interface)
     return HeldOutResult(
         step=step,
-        per_category={c: (p, t) for c, (p, t) in counts.items()},
-        seconds=time.perf_counter() - start,
+        per_category={c: (s.passed, s.total) for c, s in result.scores.per_category.items()},
+        seconds=result.wall_seconds,
         task_ids=tuple(t.id for t in tasks),
-        protocol=protocol,
+        protocol=result.protocol,  # the parser style resolved: the record names the style used
     )
 
 
 def write_held_out(output_dir: str | Path, result: HeldOutResult) -> Path:
     """`held_out/step_NNNNNN.json`, written atomically (a resumed run that evaluates the same step replaces it)."""
-    path = Path(output_dir) / HELD_OUT_DIR / f"step_{result.step:06d}.json"
-    return write_json(path, result.to_json())
+    return write_json(held_out_path(output_dir, result.step), result.to_json())

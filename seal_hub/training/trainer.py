@@ -79,7 +79,8 @@ from seal_hub.interface.store import SnapshotStore
 from seal_hub.kill_points import kill_point
 from seal_hub.models.end_tokens import end_token_ids
 from seal_hub.models.merged import merged_lora
-from seal_hub.rollout import GenerationBackend, HFBackend, PolicyInfo, RolloutConfig, RolloutEngine, SamplingConfig
+from seal_hub.rollout import GenerationBackend, PolicyInfo, RolloutConfig, RolloutEngine, SamplingConfig
+from seal_hub.rollout.hf_backend import build_hf_backend
 from seal_hub.rollout.records import read_trajectories
 from seal_hub.rollout.synced import SyncedSteps, needs_synced_generation
 from seal_hub.run_records import (
@@ -94,7 +95,7 @@ from seal_hub.run_records import (
 )
 from seal_hub.training.config import SealConfig
 from seal_hub.training.groups import Group, StepPlan, groups_of, plan_step
-from seal_hub.training.held_out import HeldOutResult, HeldOutSettings, evaluate_held_out, write_held_out
+from seal_hub.training.held_out import HeldOutResult, evaluate_held_out, held_out_protocol, write_held_out
 from seal_hub.training.loop_state import LoopStateBinder, SealLoopState, export_loop_state, import_loop_state
 from seal_hub.training.sampler import EpochRepeatSampler, SamplerEpoch
 from seal_hub.training.shared_prompt import shared_prompt_logps, shares_prompts, whole_groups
@@ -113,13 +114,6 @@ RANK_SEED_STRIDE = 1_000_003  # rank r samples with seed + r * this (+ step): fa
 def verified_reward(prompts, completions, seal_reward, **kwargs) -> list[float]:
     """The verifier's verdict for each rollout (1.0 only if every turn passed), computed during the rollout."""
     return list(seal_reward)
-
-
-def hf_backend(model, tokenizer, step: int, seed: int = 0, synced: SyncedSteps | None = None) -> HFBackend:
-    """A fresh batched backend per generation step: cached KV belongs to the weights of one step."""
-    return HFBackend(
-        model, end_token_ids(model, tokenizer), tokenizer.pad_token_id or 0, seed=seed + step, synced=synced
-    )
 
 
 class _EpochWindow(TrainerCallback):
@@ -286,7 +280,8 @@ class SealTrainer(GRPOTrainer):
             from seal_hub.rollout.vllm_backend import VLLMBackend
 
             return VLLMBackend.from_llm(self.vllm_generation.llm, end_token_ids(model, tokenizer))
-        return hf_backend(model, tokenizer, step, self.sampling_seed, self.synced)
+        # a fresh batched backend per generation step: cached KV belongs to the weights of one step
+        return build_hf_backend(model, tokenizer, seed=self.sampling_seed + step, synced=self.synced)
 
     def _server_backend(self, eos_token_ids: list[int]) -> GenerationBackend:
         """One connection pool per rank for the whole run (the server's prefix cache outlives a step; TRL resets
@@ -475,13 +470,7 @@ class SealTrainer(GRPOTrainer):
         as `eval_...` on the trainer log and written to `held_out/` by the main process."""
         args: SealConfig = self.args
         step = self.state.global_step
-        settings = HeldOutSettings(
-            args.eval_max_new_tokens,
-            args.max_context_tokens,
-            args.max_steps_per_turn,
-            args.max_live_episodes,
-            args.parser_style,
-        )
+        protocol = held_out_protocol(args)  # the held-out comparison's too (`seal_hub.training.held_out`)
         if self.use_vllm and step != self._last_loaded_step:  # as TRL does before generating: current weights
             self.vllm_generation.sync_weights()
             self._last_loaded_step = step
@@ -489,7 +478,7 @@ class SealTrainer(GRPOTrainer):
         with self._generation_model() as model:
             backend = self.backend_factory(model, self.processing_class, step)
             result = evaluate_held_out(
-                backend, self.processing_class, self.suite, self.held_out_tasks, settings, policy, step
+                backend, self.processing_class, self.suite, self.held_out_tasks, protocol, policy, step
             )
         if self.accelerator.is_main_process:
             write_held_out(args.output_dir, result)
