@@ -90,9 +90,71 @@ def test_a_trl_form_class_is_a_trainable_suite_whose_tools_are_the_ones_trl_woul
         "default": "top",
     }
     assert weigh["parameters"]["properties"]["unit"]["enum"] == ["g", "kg"]  # Literal values
-    assert pantry.warmup_script(pantry.task("stock-1")) is None
-    with pytest.raises(SuiteError, match="no reference answers"):
+    assert pantry.warmup_script(pantry.task("stock-1")) is None  # no reference_calls column: nothing to teach
+    assert pantry.warmup_script(pantry.task("chat")) is None  # not even the abstention, without any key
+    with pytest.raises(SuiteError, match="no reference_calls column"):
         pantry.oracle_steps(pantry.task("stock-1"))
+
+
+# ----- the answer key (reference_calls) -----
+
+
+def keyed_rows() -> list[dict]:
+    stock = {"name": "add_item", "arguments": {"name": "apple", "count": 2}}
+    return [
+        {"id": "flat", "prompt": "Two apples.", "target": {"apple": 2}, "reference_calls": [stock]},
+        {
+            "id": "steps",
+            "prompt": "Two apples, then weigh.",
+            "target": {"apple": 2},
+            "reference_calls": [[stock], [{"name": "weigh", "arguments": '{"unit": "g"}'}]],  # OpenAI's JSON string
+        },
+        {"id": "wrong", "prompt": "Two apples.", "target": {"apple": 3}, "reference_calls": [stock]},
+        {"id": "none", "prompt": "Two apples.", "target": {"apple": 2}},
+        {"id": "chat", "prompt": "Hello!", "expects_call": False},
+    ]
+
+
+def test_reference_calls_give_the_oracle_and_a_warm_up_kept_only_where_the_reward_passes(tmp_path):
+    from seal_hub.envs.reference import ABSTAIN, CLOSING
+    from seal_hub.interface import InterfaceSnapshot
+    from seal_hub.training.warmup import warmup_conversation, warmup_conversations
+
+    suite = resolve_suite(environment=PANTRY, dataset=str(write_jsonl(tmp_path / "keyed.jsonl", keyed_rows())))
+    flat, steps = suite.task("flat"), suite.task("steps")
+    assert flat.reference == ((ToolCall("add_item", {"name": "apple", "count": 2}),),)
+    assert [len(step) for step in steps.reference] == [1, 1] and steps.reference[1][0].arguments == {"unit": "g"}
+    assert suite.oracle_steps(steps) == [[Action(tool_calls=s) for s in steps.reference]]
+    assert suite.oracle_steps(suite.task("chat")) == [[]]
+    script = suite.warmup_script(steps)
+    assert [r.tool_calls for r in script.replies[:-1]] == list(steps.reference)
+    assert script.replies[-1].content == CLOSING and script.must_pass
+    assert suite.warmup_script(suite.task("chat")).replies == (Action(content=ABSTAIN),)
+    assert suite.warmup_script(suite.task("none")) is None
+    interface = InterfaceSnapshot.null(suite.name)
+    assert warmup_conversation(suite, suite.task("wrong"), interface) is None  # a key get_reward fails teaches nothing
+    taught = warmup_conversations(suite, list(suite.tasks.values()))
+    assert len(taught) == 3  # flat, steps, chat
+    roles = [m["role"] for m in taught[1]["messages"]]
+    assert roles == ["user", "assistant", "tool", "assistant", "tool", "assistant"]
+    assert taught[1]["messages"][-2]["content"] == "200.0"  # the tool really ran: 2 apples of 100 g
+
+
+@pytest.mark.parametrize(
+    ("key", "message"),
+    [
+        ({"name": "add_item"}, "a list of steps"),
+        ([[]], "each step must be a non-empty list of calls"),
+        ([{"arguments": {}}], "needs a 'name' string"),
+        ([{"name": "add_item", "arguments": [1]}], "arguments of call 'add_item' must be a JSON object"),
+        ([{"name": "eat_item", "arguments": {}}], "tool 'eat_item' is not a tool of Pantry"),
+    ],
+)
+def test_a_malformed_answer_key_is_one_line_naming_the_dataset_row_and_column(tmp_path, key, message):
+    rows = [{"id": "a", "prompt": "Go."}, {"id": "b", "prompt": "Go.", "reference_calls": key}]
+    with pytest.raises(UserEnvironmentError, match=message) as raised:
+        resolve_suite(environment=PANTRY, dataset=str(write_jsonl(tmp_path / "bad.jsonl", rows)))
+    assert "row 1" in str(raised.value) and "reference_calls" in str(raised.value)
 
 
 def test_tasks_come_from_the_rows_and_the_held_out_split_is_seeded_and_never_trained_on(pantry, tmp_path):
@@ -413,3 +475,13 @@ def test_train_with_environment_and_dataset_publishes_the_three_artifacts_and_ev
     by_version = ["--model", str(tiny_dir), "--interface", f"local://{RUN}-env@v1", "--limit", "1"]
     assert cli_main(["eval", *by_version, "--output_dir", str(tmp_path / "eval-v1"), "--no_progress"]) == 0
     assert json.loads((tmp_path / "eval-v1" / "results.json").read_text())["suite"] == PANTRY
+
+
+def test_a_warm_up_on_a_dataset_without_an_answer_key_is_refused_before_any_model_loads(pantry_data, monkeypatch):
+    from seal_hub.cli import main as cli_main
+    from seal_hub.scripts import seal
+
+    monkeypatch.setattr(seal, "load_policy", lambda *a, **k: pytest.fail("the model loaded before the refusal"))
+    flags = ["--environment", PANTRY, "--dataset", str(pantry_data), "--sft_warmup_steps", "2"]
+    with pytest.raises(ValueError, match="reference_calls column"):
+        cli_main(["train", *flags, "--publish_run", "", "--held_out_comparison", "false"])

@@ -1,7 +1,8 @@
 """Writes `tasks.jsonl`, the smart home's tasks: one row per request, seeded, so the file is reproducible.
 
-Each row has the columns `SmartHome.reset` takes (`start`, `target`) plus `id`, `category`, `prompt` and
-`expects_call`. Categories: `light` (switch one light), `temperature` (set one thermostat), `both` (a light
+Each row has the columns `SmartHome.reset` takes (`start`, `target`) plus `id`, `category`, `prompt`,
+`expects_call` and `reference_calls` (the answer key, step by step: what the SFT warm-up teaches and
+`seal-hub eval --model oracle` replays). Categories: `light` (switch one light), `temperature` (set one thermostat), `both` (a light
 and a thermostat in one request), `relative` (warmer or cooler than now: read the room first, then set it) and
 `no_change` (a remark that asks for nothing; the home must stay as it was).
 
@@ -64,24 +65,32 @@ def spoken(room: str) -> str:
     return SPOKEN.get(room, room)
 
 
+def call(name: str, **arguments) -> dict:
+    return {"name": name, "arguments": arguments}
+
+
 def row(category: str, rng: random.Random) -> dict:
     room = rng.choice(ROOMS)
     start: dict = {}
     target: dict = {}
+    steps: list[list[dict]] = []
     if category == "light":
         on = rng.random() < 0.6
         prompt = rng.choice(LIGHT_ON if on else LIGHT_OFF).format(room=spoken(room))
         if not on:
             start = {"lights": {room: True}}
         target = {"lights": {room: on}}
+        steps = [[call("set_light", room=room, on=on)]]
     elif category == "temperature":
         celsius = rng.choice([c for c in range(16, 27) if c != START_TEMPERATURE])
         prompt = rng.choice(TEMPERATURE).format(room=spoken(room), celsius=celsius)
         target = {"celsius": {room: celsius}}
+        steps = [[call("set_temperature", room=room, celsius=celsius)]]
     elif category == "both":
         celsius = rng.choice([c for c in range(16, 27) if c != START_TEMPERATURE])
         prompt = rng.choice(BOTH).format(room=spoken(room), celsius=celsius)
         target = {"lights": {room: True}, "celsius": {room: celsius}}
+        steps = [[call("set_light", room=room, on=True), call("set_temperature", room=room, celsius=celsius)]]
     elif category == "relative":
         now = rng.choice([c for c in range(17, 25) if c != START_TEMPERATURE])
         delta = rng.choice((1, 2, 3))
@@ -90,6 +99,7 @@ def row(category: str, rng: random.Random) -> dict:
         prompt = template.format(room=spoken(room), delta=delta)
         start = {"celsius": {room: now}}
         target = {"celsius": {room: now + sign * delta}}
+        steps = [[call("get_status", room=room)], [call("set_temperature", room=room, celsius=now + sign * delta)]]
     else:
         prompt = rng.choice(NO_CHANGE).format(room=spoken(room))
     return {
@@ -98,6 +108,7 @@ def row(category: str, rng: random.Random) -> dict:
         "start": start,
         "target": target,
         "expects_call": category != "no_change",
+        "reference_calls": steps,
     }
 
 

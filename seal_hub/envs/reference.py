@@ -4,7 +4,8 @@ A `WarmupScript` is a fresh episode and the replies a perfect agent gives in it,
 the plain messages that end each user turn (`CLOSING` after a turn's calls, `ABSTAIN` where no call belongs).
 The warm-up (`seal_hub.training.warmup`) plays the replies through the episode and renders the conversation
 through the learning interface, as the rollout engine would; the suite decides only what is played. With
-`must_pass`, a script whose episode does not end with reward 1 teaches nothing (a defective answer key).
+`must_pass`, a script whose episode does not pass (end with a reward above 0) teaches nothing (a defective
+answer key).
 
 Design choice: the suite hands over actions, not chat messages, so no suite needs the interface or the rollout
 engine (both sit above the suites in SEAL's loop).
@@ -32,4 +33,4 @@ class WarmupScript:
 
     episode: SuiteEpisode
     replies: tuple[Action, ...]
-    must_pass: bool = False  # keep the conversation only if the episode ends with reward 1
+    must_pass: bool = False  # keep the conversation only if the episode passes (reward > 0)

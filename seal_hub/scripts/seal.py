@@ -79,7 +79,13 @@ from seal_hub.training.comparison import (
     stage_point,
 )
 from seal_hub.training.held_out import held_out_protocol, held_out_tasks, write_held_out
-from seal_hub.training.warmup import WarmupMismatchError, run_warmup, shared_warmup, warmup_dataset
+from seal_hub.training.warmup import (
+    WarmupMismatchError,
+    require_answers,
+    run_warmup,
+    shared_warmup,
+    warmup_dataset,
+)
 
 # the CPU demo, the default without --config (package data, its one copy)
 DEFAULT_CONFIG = Path(str(resources.files("seal_hub.scripts").joinpath("configs", "demo_cpu.yaml")))
@@ -211,11 +217,6 @@ class SealScriptArguments:
         if self.environment is None or self.dataset is None:
             given, missing = ("dataset", "environment") if self.environment is None else ("environment", "dataset")
             raise ValueError(f"{given} needs {missing}: a user environment is its class and its dataset")
-        if self.sft_warmup_steps:
-            raise ValueError(
-                f"sft_warmup_steps {self.sft_warmup_steps}: environment {self.environment} has no reference answers "
-                "to warm up on; set sft_warmup_steps 0"
-            )
         self._check_publishing()
 
     def _check_publishing(self) -> None:
@@ -324,6 +325,8 @@ def main(script_args: SealScriptArguments, training_args: SealConfig, model_args
     suite = script_args.resolve_suite()
     tasks = training_tasks(suite, script_args)
     check_enough_tasks(len(tasks), training_args)
+    if script_args.sft_warmup_steps:
+        require_answers(suite, tasks)
     with PartialState().main_process_first():  # resolved once, recorded in output_dir/sources.json; relaunch reuses
         _, environment, adapter = run_sources(
             training_args.output_dir, interface=script_args.interface, adapter=script_args.init_adapter

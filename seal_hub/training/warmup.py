@@ -68,7 +68,7 @@ def warmup_conversation(suite: Suite, task: SuiteTask, interface: InterfaceSnaps
                 messages += observation_messages(interface, tools, step.observation)
     finally:
         episode.close()
-    if script.must_pass and reward != 1.0:
+    if script.must_pass and not (reward is not None and reward > 0):  # passed: reward above 0
         return None
     return {"messages": messages, "tools": tools}
 
@@ -109,13 +109,26 @@ def conversation_tokens(tokenizer, conversation: Conversation) -> dict[str, list
     return {"input_ids": ids, "labels": labels}
 
 
+def no_answers_error(suite: Suite, count: int) -> ValueError:
+    return ValueError(
+        f"none of the {count} training tasks of {suite.name} has a reference answer to warm up on (a user "
+        "environment's dataset gives them in a reference_calls column); set sft_warmup_steps 0"
+    )
+
+
+def require_answers(suite: Suite, tasks: Sequence[SuiteTask]) -> None:
+    """Refuse a warm-up, before any model loads, where no training task has a reference answer to teach."""
+    if not any(suite.warmup_script(task) is not None for task in tasks):
+        raise no_answers_error(suite, len(tasks))
+
+
 def warmup_dataset(
     suite: Suite, tasks: Sequence[SuiteTask], tokenizer, interface: InterfaceSnapshot | None = None
 ) -> Dataset:
     """The warm-up's training set: each task's reference conversation, tokenized (`conversation_tokens`)."""
     rows = [conversation_tokens(tokenizer, c) for c in warmup_conversations(suite, tasks, interface)]
     if not rows:
-        raise ValueError(f"none of the {len(tasks)} training tasks has a reference answer to warm up on")
+        raise no_answers_error(suite, len(tasks))
     return Dataset.from_list(rows)
 
 

@@ -12,3 +12,5 @@ RECIPE_CONFIGS = ROOT / "recipes" / "configs"
 DEMO_CONFIG = ROOT / "seal_hub" / "scripts" / "configs" / "demo_cpu.yaml"
 # the multi-turn loop at a plumbing test's size (the demo trains bfcl-single and evaluates 300 episodes)
 LOOP = ROOT / "tests" / "configs" / "loop_cpu.yaml"
+# the smart home example (examples/smart_home): a TRL-form environment of our own, its tasks and config
+SMART_HOME = ROOT / "examples" / "smart_home"

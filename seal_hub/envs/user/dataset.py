@@ -10,6 +10,12 @@ Each row is one task: a `prompt` column (a string, or a list of chat messages as
 dataset has one, else the row's index; the category is the `category` column, else one category, `default`. An
 `expects_call` column false marks a task where no tool call belongs (its labels: `seal_hub.envs.user.labels`).
 
+An optional `reference_calls` column is the answer key: the calls a perfect agent makes, step by step (a list of
+steps, each a list of `{"name": ..., "arguments": {...}}`; a flat list of calls is one step; an empty list, or a
+row that expects no call, is an abstention). With it the suite has an oracle (`seal-hub eval --model oracle`
+checks the key) and an SFT warm-up (`sft_warmup_steps`); rows without it teach nothing. Like every column, it
+reaches `reset(**row)` too, as TRL passes the whole row.
+
 The held-out split is named or made, and never trained on: a `split` column, or the dataset's own split names
 (a repo with `train` and `test`): rows named `train` train, every other name is held out; otherwise a seeded
 fraction of every category (`eval_fraction`, 20% by default, at least one task of a category with two) is held
@@ -27,12 +33,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from seal_hub.envs.protocol import Message
+from seal_hub.envs.protocol import Message, ToolCall
 from seal_hub.envs.user.load import EnvironmentError
 from seal_hub.envs.user.spec import EnvironmentSpec
 
 DEFAULT_CATEGORY = "default"
 TRAIN = "train"
+REFERENCE = "reference_calls"
+
+Reference = tuple[tuple[ToolCall, ...], ...]  # per step, the calls made in it
 
 
 @dataclass(frozen=True)
@@ -46,6 +55,35 @@ class UserTask:
     index: int = 0
     split: str | None = None  # the split the dataset names for it (None: the split is made)
     expects_call: bool = True
+    reference: Reference | None = None  # the answer key's steps (`reference_calls`), None where the row has none
+
+
+def _call(value: Any, where: str) -> ToolCall:
+    if not isinstance(value, dict) or not isinstance(value.get("name"), str):
+        raise EnvironmentError(f"{where}: each call needs a 'name' string and an 'arguments' object, got {value!r}")
+    arguments = value.get("arguments", {})
+    if isinstance(arguments, str):  # the OpenAI form keeps arguments as a JSON string
+        try:
+            arguments = json.loads(arguments)
+        except ValueError:
+            arguments = None
+    if not isinstance(arguments, dict):
+        raise EnvironmentError(f"{where}: the arguments of call {value['name']!r} must be a JSON object")
+    return ToolCall(value["name"], arguments)
+
+
+def reference_steps(value: Any, where: str) -> Reference | None:
+    """A row's `reference_calls` as steps of calls (module docstring); None when the row gives none."""
+    if value is None:
+        return None
+    where = f"{where}, column {REFERENCE}"
+    if not isinstance(value, list):
+        raise EnvironmentError(f"{where}: a list of steps (each a list of calls) or a list of calls, got {value!r}")
+    if value and all(isinstance(step, dict) for step in value):
+        value = [value]  # a flat list of calls: one step
+    if not all(isinstance(step, list) and step for step in value):
+        raise EnvironmentError(f"{where}: each step must be a non-empty list of calls, got {value!r}")
+    return tuple(tuple(_call(call, where) for call in step) for step in value)
 
 
 def _jsonl(path: Path) -> list[dict[str, Any]]:
@@ -136,6 +174,7 @@ def load_tasks(spec: EnvironmentSpec) -> dict[str, UserTask]:
             index=index,
             split=str(split) if split is not None else None,
             expects_call=expects is None or bool(expects),
+            reference=reference_steps(row.get(REFERENCE), where),
         )
     return tasks
 

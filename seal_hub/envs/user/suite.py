@@ -4,8 +4,10 @@ The suite imports the class (`load`), reads its tools off the class (`schema`) a
 (`dataset`), and makes one `UserEpisode` per rollout, each on a fresh instance. It trains: its one turn per
 episode is labelled from what the protocol sees (`labels`), its tools run and can fail (recovery hints apply), its
 schemas carry the signatures' defaults (`schema_defaults`: the schema cues show them), and it tells interface
-evolution which exception classes its tools raised (`raised`). It has no reference answers: no oracle and no SFT
-warm-up (`warmup_script` is None; the trainer refuses a warm-up for it in one line).
+evolution which exception classes its tools raised (`raised`). Where the dataset gives an answer key (the
+`reference_calls` column) the suite has an oracle (`oracle_steps`) and an SFT warm-up (`warmup_script`: the key's
+calls, then a closing message, kept only if `get_reward` passes them); rows without one teach nothing, and a
+dataset without any says so in one line when a warm-up or the oracle asks.
 
 `record()` is what its published environment version keeps (`UserEnvironmentRecord`: the class's import path and
 source hash, the tool schemas, the dataset and revision, the episode limits); `from_record` makes the suite back
@@ -24,10 +26,12 @@ import sys
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+from seal_hub.envs.protocol import Action
+from seal_hub.envs.reference import ABSTAIN, CLOSING, WarmupScript
 from seal_hub.envs.suite import SuiteCard, SuiteError
 from seal_hub.envs.task_table import WHOLE_SPLITS, TaskTable
 from seal_hub.envs.user.calls import truncate
-from seal_hub.envs.user.dataset import TRAIN, UserTask, held_out, load_tasks, names_split
+from seal_hub.envs.user.dataset import REFERENCE, TRAIN, UserTask, held_out, load_tasks, names_split
 from seal_hub.envs.user.episode import UserEpisode
 from seal_hub.envs.user.labels import diagnose, raised_classes
 from seal_hub.envs.user.load import EnvironmentError, check_source, import_class, source_hash
@@ -62,6 +66,7 @@ class UserSuite(TaskTable):
         self.tool_schemas: tuple[dict[str, Any], ...] = tuple(tool.schema for tool in specs)
         self.source_sha256 = source_hash(self.environment_class)
         self.tasks: dict[str, UserTask] = load_tasks(spec)
+        self._check_references()
         self.categories = tuple(dict.fromkeys(task.category for task in self.tasks.values()))
         self.name = spec.environment
         self.default_split = "named" if names_split(self.tasks) else f"made ({spec.eval_fraction:g} held out)"
@@ -70,6 +75,21 @@ class UserSuite(TaskTable):
 
     def __repr__(self) -> str:
         return f"UserSuite({self.name}, {len(self.tasks)} tasks of {self.spec.dataset_ref})"
+
+    def _check_references(self) -> None:
+        """An answer key that calls a tool the class does not have is a defect of the dataset: one line."""
+        for task in self.tasks.values():
+            for call in (call for step in task.reference or () for call in step):
+                if call.name not in self.tools:
+                    raise EnvironmentError(
+                        f"dataset {self.spec.dataset_ref}, row {task.index}, column {REFERENCE}: tool {call.name!r} "
+                        f"is not a tool of {self.class_name} (its tools: {', '.join(self.tools)})"
+                    )
+
+    @property
+    def has_reference(self) -> bool:
+        """Whether any row gives an answer key."""
+        return any(task.reference is not None for task in self.tasks.values())
 
     # ----- what the episodes share (read only) -----
 
@@ -106,16 +126,28 @@ class UserSuite(TaskTable):
         task = self.task(task) if isinstance(task, str) else task
         return UserEpisode(self, task, config)
 
-    def oracle_steps(self, task: UserTask) -> list[list[Any]]:
-        raise SuiteError(f"environment {self.name} has no reference answers: --model oracle needs a suite with them")
+    def oracle_steps(self, task: UserTask) -> list[list[Action]]:
+        """The one turn of the answer key: one action per step (none for an abstention)."""
+        if not self.has_reference:
+            raise SuiteError(
+                f"environment {self.name}: its dataset has no {REFERENCE} column, and --model oracle replays it"
+            )
+        steps = () if not task.expects_call else task.reference or ()
+        return [[Action(tool_calls=calls) for calls in steps]]
 
     def diagnose(self, trajectory: Trajectory, task: UserTask) -> RolloutDiagnosis:
         """The one turn's label (`seal_hub.envs.user.labels`)."""
         return diagnose(trajectory, task)
 
-    def warmup_script(self, task: UserTask) -> None:
-        """No reference answers, so no warm-up script."""
-        return None
+    def warmup_script(self, task: UserTask) -> WarmupScript | None:
+        """The answer key's steps and a closing message (the abstention where no call belongs), kept only if
+        `get_reward` passes them; None for a row without a key (and for every row of a dataset without any)."""
+        if not self.has_reference or (task.reference is None and task.expects_call):
+            return None
+        steps = task.reference if task.expects_call else ()
+        replies = [Action(tool_calls=calls) for calls in steps or ()]
+        replies.append(Action(content=CLOSING if replies else ABSTAIN))
+        return WarmupScript(self.episode(task), tuple(replies), must_pass=True)
 
     # ----- what interface evolution and the published version read -----
 
