@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 
+from seal_hub.envs.user.spec import DEFAULT_EVAL_FRACTION
 from seal_hub.toolcalls import PARSER_STYLES
 
 PARSER_HELP = "tool-call format (default: the one the chat template writes)"
@@ -50,8 +51,9 @@ def task_arguments(parser: argparse.ArgumentParser, default_split: str, suites: 
 
 
 def environment_arguments(parser: argparse.ArgumentParser) -> None:
-    """`--environment`, `--dataset`, `--dataset_revision`, `--call_timeout_s`: a user's own environment class
-    (TRL's `environment_factory` form) and its dataset instead of `--suite` (docs/environments.md)."""
+    """`--environment`, `--dataset`, `--dataset_revision`, `--eval_fraction`, `--call_timeout_s`: a user's own
+    environment class (TRL's `environment_factory` form) and its dataset instead of `--suite`
+    (docs/environments.md)."""
     option(
         parser,
         "environment",
@@ -60,6 +62,13 @@ def environment_arguments(parser: argparse.ArgumentParser) -> None:
     )
     option(parser, "dataset", default=None, help="its tasks: a datasets repo id (repo@rev), a saved folder or JSONL")
     option(parser, "dataset_revision", default=None, help="the dataset repo's revision (or give repo@rev)")
+    option(
+        parser,
+        "eval_fraction",
+        type=float,
+        default=DEFAULT_EVAL_FRACTION,
+        help="the share of every category held out when the dataset names no split (as the run trained with)",
+    )
     option(parser, "call_timeout_s", type=float, default=30.0, help="time limit of one call into the environment")
 
 
@@ -68,6 +77,7 @@ def environment_options(args: argparse.Namespace) -> dict:
     options = {"environment": args.environment, "dataset": args.dataset, "dataset_revision": args.dataset_revision}
     if args.environment is not None or args.dataset is not None:
         options["call_timeout_s"] = args.call_timeout_s
+        options["eval_fraction"] = args.eval_fraction
     return options
 
 

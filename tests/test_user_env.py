@@ -485,3 +485,23 @@ def test_a_warm_up_on_a_dataset_without_an_answer_key_is_refused_before_any_mode
     flags = ["--environment", PANTRY, "--dataset", str(pantry_data), "--sft_warmup_steps", "2"]
     with pytest.raises(ValueError, match="reference_calls column"):
         cli_main(["train", *flags, "--publish_run", "", "--held_out_comparison", "false"])
+
+
+def test_the_comparisons_reproduce_line_names_the_environment_and_its_split_so_eval_scores_the_same_tasks(tmp_path):
+    import shlex
+
+    from seal_hub.cli import build_parser
+    from seal_hub.cli_args import environment_options
+    from seal_hub.evaluation import EvalProtocol
+    from seal_hub.training.comparison import HeldOutPlan
+
+    data = write_jsonl(tmp_path / "pantry.jsonl", PANTRY_ROWS)
+    suite = resolve_suite(environment=PANTRY, dataset=str(data), eval_fraction=0.4)
+    test = suite.select(suite.split_ids("test"))
+    plan = HeldOutPlan(suite, tuple(test), EvalProtocol(max_new_tokens=8), "default")
+    flags = plan.eval_flags()
+    assert f"--environment {PANTRY} --dataset {data}" in flags and "--eval_fraction 0.4" in flags
+    assert "--suite" not in flags
+    args = build_parser().parse_args(["eval", "--model", "tiny", *shlex.split(flags)])
+    again = resolve_suite(**environment_options(args))
+    assert again.split_ids(args.split)[: args.limit] == tuple(task.id for task in test)

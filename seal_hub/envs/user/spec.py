@@ -60,6 +60,15 @@ class EnvironmentSpec:
         """The dataset as given, with its revision ('repo@rev')."""
         return self.dataset + (f"@{self.dataset_revision}" if self.dataset_revision else "")
 
+    def flags(self) -> str:
+        """The command-line flags that name this environment and its held-out split (`seal-hub eval`, `rollout`)."""
+        named = [f"--environment {self.environment}", f"--dataset {self.dataset}"]
+        if self.dataset_revision is not None:
+            named.append(f"--dataset_revision {self.dataset_revision}")
+        if self.eval_fraction != DEFAULT_EVAL_FRACTION:
+            named.append(f"--eval_fraction {self.eval_fraction:g}")
+        return " ".join(named)
+
 
 def _is_path(text: str) -> bool:
     from pathlib import Path
