@@ -505,3 +505,22 @@ def test_the_comparisons_reproduce_line_names_the_environment_and_its_split_so_e
     args = build_parser().parse_args(["eval", "--model", "tiny", *shlex.split(flags)])
     again = resolve_suite(**environment_options(args))
     assert again.split_ids(args.split)[: args.limit] == tuple(task.id for task in test)
+
+
+def test_rollout_and_diagnose_take_the_environment_and_dataset(tiny_dir, tmp_path, capsys):
+    from seal_hub.cli import main as cli_main
+    from seal_hub.rollout.records import read_trajectories
+
+    data = write_jsonl(tmp_path / "pantry.jsonl", PANTRY_ROWS)
+    named = ["--environment", PANTRY, "--dataset", str(data)]
+    out = tmp_path / "rollouts"
+    flags = ["--model", str(tiny_dir), "--split", "train", "--limit", "3", "--num_generations", "2"]
+    flags += ["--max_new_tokens", "8", "--output_dir", str(out)]
+    assert cli_main(["rollout", *flags, *named]) == 0
+    trajectories = read_trajectories(out / "trajectories.parquet")
+    suite = resolve_suite(environment=PANTRY, dataset=str(data))
+    assert len(trajectories) == 6 and {t.task_id for t in trajectories} <= set(suite.split_ids("train"))
+    capsys.readouterr()
+    assert cli_main(["diagnose", str(out), *named]) == 0
+    printed = capsys.readouterr().out
+    assert printed.startswith("6 rollouts, 6 labelled turns")  # one labelled turn per episode

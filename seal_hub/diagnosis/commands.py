@@ -1,18 +1,21 @@
 """`seal-hub diagnose`: the label table of trajectory files (turns, prevalence, mean reward and rho per label).
 
-The trajectories are labelled by the rules of the suite they were rolled out on (`Suite.diagnose`).
+The trajectories are labelled by the rules of the suite they were rolled out on (`Suite.diagnose`): a built-in
+suite (`--suite`) or a user's environment and dataset (`--environment`, `--dataset`, as `seal-hub rollout` took).
 """
 
 from __future__ import annotations
 
 import argparse
 
+from seal_hub.cli_args import environment_arguments, environment_options
+
 
 def _diagnose(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from seal_hub.diagnosis import DEFAULT_RHO, FailureProfile, Label
-    from seal_hub.envs.builtin import load_suite
+    from seal_hub.envs.builtin import resolve_suite
     from seal_hub.rollout import read_trajectories
 
     root = Path(args.traj_dir)
@@ -20,7 +23,7 @@ def _diagnose(args: argparse.Namespace) -> int:
     if not files or not files[0].exists():
         raise FileNotFoundError(f"no trajectory Parquet files under {root} (seal-hub rollout writes them)")
     trajectories = [t for path in files for t in read_trajectories(path)]
-    suite = load_suite(args.suite)
+    suite = resolve_suite(args.suite, **environment_options(args))
     diagnoses = [suite.diagnose(t, suite.task(t.task_id)) for t in trajectories]
     profile = FailureProfile.of(diagnoses)
     print(f"{len(trajectories)} rollouts, {profile.turns} labelled turns, from {len(files)} file(s)")
@@ -39,4 +42,5 @@ def add_diagnose_command(commands: argparse._SubParsersAction) -> None:
     diagnose = commands.add_parser("diagnose", help="label every turn of trajectories and print the failure profile")
     diagnose.add_argument("traj_dir", help="a directory of trajectory Parquet files (or one file)")
     diagnose.add_argument("--suite", default="bfcl", help="the suite the trajectories were rolled out on")
+    environment_arguments(diagnose)
     diagnose.set_defaults(handler=_diagnose)
