@@ -1,6 +1,7 @@
 """The smart home example (examples/smart_home), as a new user runs it: its answer key passes its own reward on
 every row, its tasks are what make_tasks.py writes, and its config trains (the tiny model, one warm-up step and
-one GRPO step, from the repository's root as the README says) and publishes the three artifacts."""
+one GRPO step, from the repository's root as the README says), publishes the three artifacts, and the replay
+Space shows its episodes."""
 
 from __future__ import annotations
 
@@ -28,11 +29,15 @@ def home(at_root):
     return resolve_suite(environment=ENVIRONMENT, dataset=str(SMART_HOME / "tasks.jsonl"))
 
 
+def _rows() -> list[str]:
+    return (SMART_HOME / "tasks.jsonl").read_text().splitlines()
+
+
 def test_the_shipped_tasks_are_what_make_tasks_writes():
     spec = importlib.util.spec_from_file_location("make_tasks", SMART_HOME / "make_tasks.py")
     make_tasks = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(make_tasks)
-    shipped = [json.loads(line) for line in (SMART_HOME / "tasks.jsonl").read_text().splitlines()]
+    shipped = [json.loads(line) for line in _rows()]
     assert shipped == make_tasks.tasks()
 
 
@@ -65,3 +70,30 @@ def test_the_example_config_trains_the_tiny_model_and_publishes_the_three_artifa
         assert (registry / kind / f"{RUN}-{repo}.git").is_dir()
     snapshot = json.loads((out / "interfaces" / "v1.json").read_text())
     assert snapshot["parent"] == "v0" and snapshot["user_environment"]["class_path"] == ENVIRONMENT
+
+    from seal_hub.replay.page import Selection, Viewer
+
+    viewer = Viewer()  # the replay Space on the published run: its episodes, with the tools the version recorded
+    browse = viewer.browse(Selection(run=f"local://{RUN}"))
+    assert browse.episodes == 2 and browse.selection.task in {t["id"] for t in map(json.loads, _rows())}
+    replay = viewer.replay(browse.selection)
+    assert "set_light" in replay.tools_json and viewer.loaded_suites == ()  # the class was not imported for it
+
+
+def test_a_request_that_asks_for_nothing_passes_only_without_a_call(home):
+    from seal_hub.envs.protocol import Action, ToolCall
+
+    task = next(t for t in home.tasks.values() if t.category == "no_change")
+
+    def reward(*actions: Action) -> float:
+        episode = home.episode(task)
+        episode.reset()
+        for action in actions:
+            if not episode.done:
+                episode.step(action)
+        episode.close()
+        return episode.verdict.reward
+
+    read = Action(tool_calls=(ToolCall("get_status", {"room": "kitchen"}),))
+    assert reward(Action(content="You're welcome!")) == 1.0
+    assert reward(read, Action(content="All is well.")) == 0.0  # the home is unchanged, but it was not asked

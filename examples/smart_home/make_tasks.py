@@ -1,10 +1,10 @@
 """Writes `tasks.jsonl`, the smart home's tasks: one row per request, seeded, so the file is reproducible.
 
-Each row has the columns `SmartHome.reset` takes (`start`, `target`) plus `id`, `category`, `prompt`,
-`expects_call` and `reference_calls` (the answer key, step by step: what the SFT warm-up teaches and
-`seal-hub eval --model oracle` replays). Categories: `light` (switch one light), `temperature` (set one thermostat), `both` (a light
-and a thermostat in one request), `relative` (warmer or cooler than now: read the room first, then set it) and
-`no_change` (a remark that asks for nothing; the home must stay as it was).
+Each row has the columns `SmartHome.reset` takes (`start`, `target`, `expects_call`) plus `id`, `category`,
+`prompt` and `reference_calls` (the answer key, step by step: what the SFT warm-up teaches and
+`seal-hub eval --model oracle` replays). Categories: `light` (switch one light), `temperature` (set one
+thermostat), `both` (a light and a thermostat in one request), `relative` (warmer or cooler than now: read the
+room first, then set it) and `no_change` (a remark that asks for nothing: no tool call, the home as it was).
 
     python examples/smart_home/make_tasks.py      # rewrites examples/smart_home/tasks.jsonl
 """

@@ -245,7 +245,10 @@ class Viewer:
         frame = clamp(frame, view.last_frame)
         version = trajectory.interface_version if selection.version == EPISODE_VERSION else selection.version
         snapshot = source.interface(version)
-        tools = self._tools(snapshot.suite, trajectory.task_id)
+        if snapshot.user_environment is not None:  # a user's environment: the schemas its version recorded (the
+            tools = list(snapshot.user_environment.tools)  # Space never imports a user's class)
+        else:
+            tools = self._tools(snapshot.suite, trajectory.task_id)
         shown = agent_view(snapshot, tools, trajectory, frame)
         return Replay(selection, view, frame, shown.markdown(), summary, shown.tools_json())
 
