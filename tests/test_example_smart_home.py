@@ -44,13 +44,15 @@ def test_the_shipped_tasks_are_what_make_tasks_writes():
 def test_every_rows_answer_key_passes_the_environments_own_reward_and_the_config_holds_out_every_category(home):
     from seal_hub.training.warmup import warmup_conversations
 
-    assert len(home.tasks) == 300
+    assert len(home.tasks) == 315
     assert home.categories == ("light", "temperature", "both", "relative", "no_change")
-    assert len(warmup_conversations(home, list(home.tasks.values()))) == 300  # each kept only if get_reward passes
+    assert len(warmup_conversations(home, list(home.tasks.values()))) == 315  # each kept only if get_reward passes
     config = yaml.safe_load((SMART_HOME / "config.yaml").read_text())
     assert (config["environment"], config["dataset"]) == (ENVIRONMENT, "examples/smart_home/tasks.jsonl")
     test = home.split_ids("test")
-    assert len(test) == config["eval_tasks"] == 60 and {home.task(t).category for t in test} == set(home.categories)
+    assert len(test) == config["eval_tasks"] == 69 and {home.task(t).category for t in test} == set(home.categories)
+    trained = {home.task(t).messages for t in home.split_ids("train")}
+    assert not any(home.task(t).messages in trained for t in test)  # no held-out request is worded as a trained one
 
 
 def test_the_example_config_trains_the_tiny_model_and_publishes_the_three_artifacts(at_root, tmp_path, monkeypatch):
@@ -75,7 +77,7 @@ def test_the_example_config_trains_the_tiny_model_and_publishes_the_three_artifa
 
     viewer = Viewer()  # the replay Space on the published run: its episodes, with the tools the version recorded
     browse = viewer.browse(Selection(run=f"local://{RUN}"))
-    assert browse.episodes == 2 and browse.selection.task in {t["id"] for t in map(json.loads, _rows())}
+    assert browse.episodes >= 2 and browse.selection.task in {t["id"] for t in map(json.loads, _rows())}
     replay = viewer.replay(browse.selection)
     assert "set_light" in replay.tools_json and viewer.loaded_suites == ()  # the class was not imported for it
 

@@ -2,7 +2,8 @@
 
 Each row has the columns `SmartHome.reset` takes (`start`, `target`, `expects_call`) plus `id`, `category`,
 `prompt` and `reference_calls` (the answer key, step by step: what the SFT warm-up teaches and
-`seal-hub eval --model oracle` replays). Categories: `light` (switch one light), `temperature` (set one
+`seal-hub eval --model oracle` replays) and `split` (`test` for the rows asked in each list's first phrasing,
+never trained on; `train` for the rest). Categories: `light` (switch one light), `temperature` (set one
 thermostat), `both` (a light and a thermostat in one request), `relative` (warmer or cooler than now: read the
 room first, then set it) and `no_change` (a remark that asks for nothing: no tool call, the home as it was).
 
@@ -58,7 +59,7 @@ NO_CHANGE = (
     "Is it nice weather outside today?",
     "Never mind, leave the {room} as it is.",
 )
-COUNTS = {"light": 90, "temperature": 90, "both": 45, "relative": 30, "no_change": 45}
+COUNTS = {"light": 90, "temperature": 90, "both": 45, "relative": 45, "no_change": 45}
 
 
 def spoken(room: str) -> str:
@@ -69,6 +70,13 @@ def call(name: str, **arguments) -> dict:
     return {"name": name, "arguments": arguments}
 
 
+def phrase(templates: tuple[str, ...], rng: random.Random) -> tuple[str, bool]:
+    """A template, and whether it is held out: the first template of every list is asked only in the test split,
+    so held-out success measures requests phrased in words the model never trained on."""
+    index = rng.randrange(len(templates))
+    return templates[index], index == 0
+
+
 def row(category: str, rng: random.Random) -> dict:
     room = rng.choice(ROOMS)
     start: dict = {}
@@ -76,34 +84,39 @@ def row(category: str, rng: random.Random) -> dict:
     steps: list[list[dict]] = []
     if category == "light":
         on = rng.random() < 0.6
-        prompt = rng.choice(LIGHT_ON if on else LIGHT_OFF).format(room=spoken(room))
+        template, test = phrase(LIGHT_ON if on else LIGHT_OFF, rng)
+        prompt = template.format(room=spoken(room))
         if not on:
             start = {"lights": {room: True}}
         target = {"lights": {room: on}}
         steps = [[call("set_light", room=room, on=on)]]
     elif category == "temperature":
         celsius = rng.choice([c for c in range(16, 27) if c != START_TEMPERATURE])
-        prompt = rng.choice(TEMPERATURE).format(room=spoken(room), celsius=celsius)
+        template, test = phrase(TEMPERATURE, rng)
+        prompt = template.format(room=spoken(room), celsius=celsius)
         target = {"celsius": {room: celsius}}
         steps = [[call("set_temperature", room=room, celsius=celsius)]]
     elif category == "both":
         celsius = rng.choice([c for c in range(16, 27) if c != START_TEMPERATURE])
-        prompt = rng.choice(BOTH).format(room=spoken(room), celsius=celsius)
+        template, test = phrase(BOTH, rng)
+        prompt = template.format(room=spoken(room), celsius=celsius)
         target = {"lights": {room: True}, "celsius": {room: celsius}}
         steps = [[call("set_light", room=room, on=True), call("set_temperature", room=room, celsius=celsius)]]
     elif category == "relative":
         now = rng.choice([c for c in range(17, 25) if c != START_TEMPERATURE])
         delta = rng.choice((1, 2, 3))
-        template = rng.choice(RELATIVE)
+        template, test = phrase(RELATIVE, rng)
         sign = -1 if ("lower" in template or "cooler" in template) else 1
         prompt = template.format(room=spoken(room), delta=delta)
         start = {"celsius": {room: now}}
         target = {"celsius": {room: now + sign * delta}}
         steps = [[call("get_status", room=room)], [call("set_temperature", room=room, celsius=now + sign * delta)]]
     else:
-        prompt = rng.choice(NO_CHANGE).format(room=spoken(room))
+        template, test = phrase(NO_CHANGE, rng)
+        prompt = template.format(room=spoken(room))
     return {
         "category": category,
+        "split": "test" if test else "train",
         "prompt": prompt,
         "start": start,
         "target": target,
