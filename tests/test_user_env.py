@@ -470,6 +470,12 @@ def test_train_with_environment_and_dataset_publishes_the_three_artifacts_and_ev
     assert cli_main(["eval", *eval_flags]) == 0
     results = json.loads((evaluated / "results.json").read_text())
     assert results["suite"] == PANTRY and results["num_tasks"] == len(test_ids)
+    card = {"dataset_type": "pantry.jsonl", "dataset_name": "Pantry", "task_name": "Multi-turn tool use"}
+    assert results["card"] == card  # a local dataset is named by its file's name: no host path on a card
+    from seal_hub.evaluation.publish import _eval_results
+
+    scored = _eval_results(results, "seal-hub eval", "local://x")  # the adapter card's model-index names the dataset
+    assert {(r.dataset_type, r.dataset_name) for r in scored} == {("pantry.jsonl", "Pantry")}
     assert capsys.readouterr().out.strip().splitlines()[-1].startswith(f"eval {PANTRY}: avg ")
     # the published version alone names its environment: --interface without --environment / --dataset
     by_version = ["--model", str(tiny_dir), "--interface", f"local://{RUN}-env@v1", "--limit", "1"]

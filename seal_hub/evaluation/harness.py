@@ -143,6 +143,13 @@ def run_evaluation(
         return EvalResult(scores, trajectories, {}, None, ran=len(missing), wall_seconds=wall)
     root = Path(out)
     results = write_outputs(
-        root, spec, scores, trajectories, diagnosis_records(suite, trajectories), wall_seconds=wall, resumed=resumed
+        root,
+        spec,
+        scores,
+        trajectories,
+        diagnosis_records(suite, trajectories),
+        wall_seconds=wall,
+        resumed=resumed,
+        card=suite.card,
     )
     return EvalResult(scores, trajectories, results, root, ran=len(missing), wall_seconds=wall)

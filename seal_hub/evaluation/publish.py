@@ -98,8 +98,10 @@ def _eval_results(results: dict[str, Any], source_name: str, source_url: str) ->
     from huggingface_hub import EvalResult
 
     from seal_hub.envs.builtin import suite_card
+    from seal_hub.envs.suite import SuiteCard
 
-    card = suite_card(results["suite"])  # what the suite's own card calls its dataset and task
+    recorded = results.get("card")  # what the suite's own card calls its dataset and task (older records: by name)
+    card = SuiteCard(**recorded) if isinstance(recorded, dict) else suite_card(results["suite"])
     common = {
         "task_type": "text-generation",
         "task_name": card.task_name,

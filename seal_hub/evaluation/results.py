@@ -12,13 +12,16 @@ added, never renamed)::
      "scores": {"per_category": {CATEGORY: {"passed": int, "total": int, "success_rate": percent}},
                 "average": percent},
      "packages": {name: version}, "created_at": iso8601, "wall_seconds": float,
-     "task_ids": [str], "resumed_tasks": int, "files": {...}}
+     "task_ids": [str], "resumed_tasks": int, "files": {...},
+     "card": {"dataset_type": str, "dataset_name": str, "task_name": str}}
 
 ``average`` is the unweighted mean of the per-category success rates (the paper's "avg"). ``wall_seconds`` is
 the time of the run that finished the evaluation; ``resumed_tasks`` counts the tasks read back from an
-interrupted one. `trajectories.parquet` has `seal_hub.rollout.records.FEATURES` and `diagnoses.parquet`
-`seal_hub.diagnosis.records.DIAGNOSIS_FEATURES` (suites with turn labels, `Suite.turn_labels`: bfcl, bfcl-single), the
-same as a training run's records, so the replay Space and `datasets` read either.
+interrupted one. ``card`` is what the suite's published cards call it (`Suite.card`: a built-in suite's
+benchmark, a user environment's dataset and class); the publishing step names the scores' dataset by it.
+`trajectories.parquet` has `seal_hub.rollout.records.FEATURES` and `diagnoses.parquet`
+`seal_hub.diagnosis.records.DIAGNOSIS_FEATURES` (suites with turn labels, `Suite.turn_labels`), the same as a
+training run's records, so the replay Space and `datasets` read either.
 
 Not covered: running the tasks (`seal_hub.evaluation.harness`).
 """
@@ -27,7 +30,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
@@ -96,8 +99,16 @@ def package_versions(names: Sequence[str] = PACKAGES) -> dict[str, str]:
 
 
 def results_record(
-    spec: EvalSpec, scores: Scores, task_ids: Sequence[str], wall_seconds: float, resumed: int, files: dict[str, str]
+    spec: EvalSpec,
+    scores: Scores,
+    task_ids: Sequence[str],
+    wall_seconds: float,
+    resumed: int,
+    files: dict[str, str],
+    card: Any = None,
 ) -> dict[str, Any]:
+    """The `results.json` record (module docstring); `card` is the suite's `SuiteCard`, when known."""
+    named = {} if card is None else {"card": asdict(card)}
     return {
         "schema": SCHEMA,
         **spec.settings(),
@@ -109,6 +120,7 @@ def results_record(
         "task_ids": list(task_ids),
         "resumed_tasks": resumed,
         "files": files,
+        **named,
     }
 
 

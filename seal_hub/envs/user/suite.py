@@ -24,6 +24,7 @@ from __future__ import annotations
 import inspect
 import sys
 from collections.abc import Iterable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from seal_hub.envs.protocol import Action
@@ -42,6 +43,13 @@ if TYPE_CHECKING:
     from seal_hub.diagnosis import RolloutDiagnosis
     from seal_hub.interface import UserEnvironmentRecord
     from seal_hub.rollout.records import Trajectory
+
+
+def card_dataset(spec: EnvironmentSpec) -> str:
+    """What cards call the dataset: its repo id (with revision), or a local file's or folder's name only (a card
+    never carries a path of the machine it was made on)."""
+    path = Path(spec.dataset).expanduser()
+    return path.name if path.exists() else spec.dataset_ref
 
 
 class UserSuite(TaskTable):
@@ -70,7 +78,7 @@ class UserSuite(TaskTable):
         self.categories = tuple(dict.fromkeys(task.category for task in self.tasks.values()))
         self.name = spec.environment
         self.default_split = "named" if names_split(self.tasks) else f"made ({spec.eval_fraction:g} held out)"
-        self.card = SuiteCard(spec.dataset_ref, spec.class_name, "Multi-turn tool use")
+        self.card = SuiteCard(card_dataset(spec), spec.class_name, "Multi-turn tool use")
         self._said: set[Any] = set()
 
     def __repr__(self) -> str:
