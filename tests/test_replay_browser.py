@@ -66,7 +66,7 @@ def test_a_deep_link_opens_a_turn_and_the_replay_steps_and_plays(site, browser, 
         chat_text = chat.inner_text()
         assert "Turn 2 · ❌ failed · missing_tool_call" in chat_text and "Turn 3" not in chat_text
         assert "ls(a=true)" in chat_text and "workspace" in chat_text  # turn 1's call and its result, open
-        shown = page.get_by_text("Interface v0 (null: BFCL's original protocol)").first
+        shown = page.get_by_text("Interface v0 (null: the original protocol)").first
         assert shown.is_visible()
         page.screenshot(path=str(shots / "replay_turn2.png"), full_page=True)
         page.get_by_role("button", name="Forward ▶").click()

@@ -58,7 +58,7 @@ class AgentView:
 
     def markdown(self) -> str:
         lineage = (
-            f" (parent {self.parent})" if self.parent else " (null: BFCL's original protocol)" if self.is_null else ""
+            f" (parent {self.parent})" if self.parent else " (null: the original protocol)" if self.is_null else ""
         )
         lines = [f"#### Interface {self.version}{lineage}"]
         if self.ran_under != self.version:
@@ -69,7 +69,7 @@ class AgentView:
         if self.system_prompt:
             lines.append("\n".join(f"> {line}" if line else ">" for line in self.system_prompt.splitlines()))
         else:
-            lines.append("*none: BFCL's original protocol has no system prompt*")
+            lines.append("*none: the original protocol has no system prompt*")
         lines.append(f"**Guidelines** ({len(self.guidelines)})")
         lines += [f"- {text}" for text in self.guidelines] or ["*none*"]
         lines.append(f"**Tool errors so far** ({len(self.errors)})")
