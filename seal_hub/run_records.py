@@ -14,8 +14,9 @@ Under a run's output directory:
                                                   the interface, the versions made so far
 
 This module is the one place that spells the ``iterations/step_N`` and ``held_out/step_N.json`` layout: the
-trainer, `seal-hub report` (`seal_hub.report.sources`) and the replay Space (`seal_hub.replay.source`) find the
-folders and files with `iteration_dir`, `iteration_folders`, `iteration_step`, `held_out_path` and `held_out_files`.
+trainer, `seal-hub report` (`seal_hub.report.inputs`) and the replay Space (`seal_hub.replay.replay_source`) find
+the folders and files with `iteration_dir`, `iteration_folders`, `iteration_step`, `held_out_path` and
+`held_out_files`.
 
 Every file of ours is written atomically (temporary file, then rename). A run killed at any point and relaunched
 on the same directory resumes from its last complete checkpoint N (`last_checkpoint`: one whose trainer state,
