@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import argparse
 
-from seal_hub.envs.user.spec import DEFAULT_EVAL_FRACTION
+from seal_hub.envs.user.spec import DEFAULT_CALL_TIMEOUT_S, DEFAULT_EVAL_FRACTION
 from seal_hub.toolcalls import PARSER_STYLES
 
 PARSER_HELP = "tool-call format (default: the one the chat template writes)"
@@ -69,7 +69,13 @@ def environment_arguments(parser: argparse.ArgumentParser) -> None:
         default=DEFAULT_EVAL_FRACTION,
         help="the share of every category held out when the dataset names no split (as the run trained with)",
     )
-    option(parser, "call_timeout_s", type=float, default=30.0, help="time limit of one call into the environment")
+    option(
+        parser,
+        "call_timeout_s",
+        type=float,
+        default=DEFAULT_CALL_TIMEOUT_S,
+        help="time limit of one call into the environment",
+    )
 
 
 def environment_options(args: argparse.Namespace) -> dict:

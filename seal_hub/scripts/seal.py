@@ -62,6 +62,7 @@ from trl import TrlParser
 from seal_hub.envs.bfcl import Split, SplitError
 from seal_hub.envs.builtin import require_trainable, resolve_suite, trainable_suites
 from seal_hub.envs.suite import Suite, SuiteError, in_turn
+from seal_hub.envs.user.spec import DEFAULT_CALL_TIMEOUT_S, DEFAULT_EVAL_FRACTION
 from seal_hub.hub import HubError, PublishConfig
 from seal_hub.hub.sources import SourceError, attach_policy, check_base_model, derive_interface, run_sources
 from seal_hub.interface import InterfaceError
@@ -113,11 +114,12 @@ class SealScriptArguments:
     )
     dataset_revision: str | None = field(default=None, metadata={"help": "The dataset repo's revision."})
     eval_fraction: float = field(
-        default=0.2,
+        default=DEFAULT_EVAL_FRACTION,
         metadata={"help": "Share of every category held out when the environment's dataset names no split."},
     )
     call_timeout_s: float = field(
-        default=30.0, metadata={"help": "Time limit of one call into the environment (a tool, reset, get_reward)."}
+        default=DEFAULT_CALL_TIMEOUT_S,
+        metadata={"help": "Time limit of one call into the environment (a tool, reset, get_reward)."},
     )
     split_file: str | None = field(
         default=None,
