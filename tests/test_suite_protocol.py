@@ -143,3 +143,7 @@ def test_the_package_has_no_import_cycle():
     for module in sorted(graph):
         if module not in state:
             assert visit(module, [module]) is None
+
+
+def test_a_built_in_suite_is_selected_on_the_command_line_by_its_name(suite):
+    assert suite.command_flags() == f"--suite {suite.name}"  # what the held-out comparison's reproduce line prints

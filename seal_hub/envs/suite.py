@@ -18,7 +18,8 @@ Beyond its episodes a suite says, and nothing outside its own package says for i
 - what its SFT warm-up teaches for a task (`warmup_script`, `seal_hub.envs.reference`);
 - whether its tools run and can fail (`tool_errors`: recovery hints have something to say), and whether it can
   train (`not_trainable`: why not, None when it can);
-- what a published card calls it (`card`).
+- what a published card calls it (`card`), and which `seal-hub eval` / `rollout` flags select it
+  (`command_flags`).
 
 `SuiteCard` is the last of these as a record; the built-in suites by name are `seal_hub.envs.builtin`.
 
@@ -106,6 +107,8 @@ class Suite(Protocol):
     def diagnose(self, trajectory: Trajectory, task: SuiteTask) -> RolloutDiagnosis: ...
 
     def warmup_script(self, task: SuiteTask) -> WarmupScript | None: ...
+
+    def command_flags(self) -> str: ...
 
 
 class SuiteError(ValueError):

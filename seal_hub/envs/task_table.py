@@ -7,8 +7,8 @@ line each. bfcl-single, which can also train, puts `train` and `test` halves on 
 (`seal_hub.envs.bfcl_single.suite`).
 
 The defaults of the rest of the contract (`seal_hub.envs.suite.Suite`) are a suite with no turn labels and no
-warm-up (both say so in one line, naming the suites that have them), whose split source is "default"; each suite
-sets its own `tool_errors`, `not_trainable` and `card`.
+warm-up (both say so in one line, naming the suites that have them), whose split source is "default" and which the
+command line selects by name (`--suite NAME`); each suite sets its own `tool_errors`, `not_trainable` and `card`.
 
 Not covered: the tasks themselves (each suite's own `tasks.py`).
 """
@@ -82,3 +82,7 @@ class TaskTable:
     def warmup_script(self, task: Any) -> Any:
         """No reference answers to teach here: a `ValueError` that names the suites that have them."""
         raise ValueError(f"no SFT warm-up for suite {self.name!r}; suites with one: {', '.join(trainable_suites())}")
+
+    def command_flags(self) -> str:
+        """The `seal-hub eval` / `rollout` flags that select this suite: its name."""
+        return f"--suite {self.name}"

@@ -25,7 +25,6 @@ from pathlib import Path
 from typing import Any
 
 from seal_hub.envs.suite import Suite, SuiteTask
-from seal_hub.envs.user.spec import EnvironmentSpec
 from seal_hub.evaluation import EvalProtocol, EvalSpec, evaluate_policy, interface_record
 from seal_hub.evaluation.harness import EvalResult
 from seal_hub.evaluation.results import RESULTS_JSON
@@ -52,9 +51,7 @@ class HeldOutPlan:
 
     def eval_flags(self) -> str:
         """The `seal-hub eval` flags that select and score the same tasks the same way."""
-        spec = getattr(self.suite, "spec", None)  # a user environment is named by its class and dataset
-        named = spec.flags() if isinstance(spec, EnvironmentSpec) else f"--suite {self.suite.name}"
-        flags = [named, "--split test", f"--limit {len(self.tasks)}"]
+        flags = [self.suite.command_flags(), "--split test", f"--limit {len(self.tasks)}"]
         if self.split_source not in ("default", "paper"):
             flags.append(f"--split_file {self.split_source}")
         if self.categories:

@@ -52,6 +52,11 @@ def card_dataset(spec: EnvironmentSpec) -> str:
     return path.name if path.exists() else spec.dataset_ref
 
 
+def _key_actions(task: UserTask) -> list[Action]:
+    """The answer key's steps as calling actions: none where no call belongs (or the row gives no key)."""
+    return [Action(tool_calls=calls) for calls in (task.reference or () if task.expects_call else ())]
+
+
 class UserSuite(TaskTable):
     """A user environment class and its dataset as a suite (module docstring)."""
 
@@ -140,8 +145,7 @@ class UserSuite(TaskTable):
             raise SuiteError(
                 f"environment {self.name}: its dataset has no {REFERENCE} column, and --model oracle replays it"
             )
-        steps = () if not task.expects_call else task.reference or ()
-        return [[Action(tool_calls=calls) for calls in steps]]
+        return [_key_actions(task)]
 
     def diagnose(self, trajectory: Trajectory, task: UserTask) -> RolloutDiagnosis:
         """The one turn's label (`seal_hub.envs.user.labels`)."""
@@ -152,10 +156,13 @@ class UserSuite(TaskTable):
         `get_reward` passes them; None for a row without a key (and for every row of a dataset without any)."""
         if not self.has_reference or (task.reference is None and task.expects_call):
             return None
-        steps = task.reference if task.expects_call else ()
-        replies = [Action(tool_calls=calls) for calls in steps or ()]
+        replies = _key_actions(task)
         replies.append(Action(content=CLOSING if replies else ABSTAIN))
         return WarmupScript(self.episode(task), tuple(replies), must_pass=True)
+
+    def command_flags(self) -> str:
+        """The `seal-hub eval` / `rollout` flags that select this environment and its held-out split."""
+        return self.spec.flags()
 
     # ----- what interface evolution and the published version read -----
 
