@@ -90,18 +90,14 @@ def row(category: str, rng: random.Random) -> dict:
             start = {"lights": {room: True}}
         target = {"lights": {room: on}}
         steps = [[call("set_light", room=room, on=on)]]
-    elif category == "temperature":
+    elif category in ("temperature", "both"):  # set a thermostat; `both` also turns the light on, in one step
         celsius = rng.choice([c for c in range(16, 27) if c != START_TEMPERATURE])
-        template, test = phrase(TEMPERATURE, rng)
+        template, test = phrase(TEMPERATURE if category == "temperature" else BOTH, rng)
         prompt = template.format(room=spoken(room), celsius=celsius)
-        target = {"celsius": {room: celsius}}
-        steps = [[call("set_temperature", room=room, celsius=celsius)]]
-    elif category == "both":
-        celsius = rng.choice([c for c in range(16, 27) if c != START_TEMPERATURE])
-        template, test = phrase(BOTH, rng)
-        prompt = template.format(room=spoken(room), celsius=celsius)
-        target = {"lights": {room: True}, "celsius": {room: celsius}}
-        steps = [[call("set_light", room=room, on=True), call("set_temperature", room=room, celsius=celsius)]]
+        light = category == "both"
+        target = {**({"lights": {room: True}} if light else {}), "celsius": {room: celsius}}
+        calls = [call("set_light", room=room, on=True)] if light else []
+        steps = [[*calls, call("set_temperature", room=room, celsius=celsius)]]
     elif category == "relative":
         now = rng.choice([c for c in range(17, 25) if c != START_TEMPERATURE])
         delta = rng.choice((1, 2, 3))
