@@ -1,8 +1,8 @@
 """seal_hub: SEAL (co-evolving agents and learning environments) for LLM tool use, on TRL and the Hub.
 
 Training: `SealConfig` (TRL's GRPOConfig plus SEAL's fields) and `SealTrainer` (`seal_hub.training`) on a
-suite's tasks, e.g. `BfclSuite` (`seal_hub.envs.bfcl`); the packaged script runs them end to end (`seal-hub train`,
-`seal_hub.scripts.seal`). Loading published artifacts by reference (`seal_hub.hub`):
+suite's tasks, e.g. `BfclSuite` (`seal_hub.envs.bfcl`, with the `bfcl` extra); the packaged script runs them end to
+end (`seal-hub train`, `seal_hub.scripts.seal`). Loading published artifacts by reference (`seal_hub.hub`):
 `load_interface("alice/run1-env@v3")`, `load_trajectories(ref)`, `load_adapter(ref)`, `load_model(ref)` (a published
 policy of either kind: adapter or full fine-tune); `load_environment(ref)`
 gives an environment to step with that interface applied (`seal_hub.environment`); `resolve_reference(ref, kind)`

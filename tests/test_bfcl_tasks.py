@@ -6,10 +6,13 @@ import json
 from collections import Counter
 
 import pytest
+from helpers.extras import require_bfcl
 from helpers.paths import PAPER_SPLIT
 
 from seal_hub.envs.bfcl import CATEGORIES, SplitError, class_tools, load_split, stratified_split
-from seal_hub.envs.bfcl.tasks import ADDITIONAL_FUNCTION_PROMPT, TaskDataError, parse_call_string
+from seal_hub.envs.bfcl.tasks import TaskDataError, parse_call_string
+
+require_bfcl()
 
 
 def test_800_tasks_200_per_category(suite):
@@ -18,12 +21,14 @@ def test_800_tasks_200_per_category(suite):
 
 
 def test_task_record_fields(suite):
+    from bfcl_eval.constants.default_prompts import DEFAULT_USER_PROMPT_FOR_ADDITIONAL_FUNCTION_FC as sent
+
     task = suite.task("multi_turn_miss_func_0")
     assert task.category == "miss_func"
     assert set(task.involved_classes) == {"GorillaFileSystem", "TwitterAPI"}
     assert dict(task.withheld_until) == {3: ("sort",)}
     assert task.turns[3] == ()  # the reveal turn has no user text in the data ...
-    assert task.user_messages(3)[0].content == ADDITIONAL_FUNCTION_PROMPT  # ... BFCL's FC handler sends this
+    assert task.user_messages(3)[0].content == sent  # ... BFCL's FC handler sends this
     assert task.ground_truth[3][0].name == "sort"  # the withheld tool is used at its turn
     assert len(task.ground_truth) == task.num_turns == len(task.ground_truth_source)
     assert "GorillaFileSystem" in task.initial_config

@@ -57,7 +57,7 @@ def test_vllm_backend_without_vllm_says_how_to_install():
         pass
     else:
         pytest.skip("vllm is installed here")
-    with pytest.raises(ImportError, match=r"uv pip install -e \"\.\[vllm\]\" --override"):
+    with pytest.raises(ImportError, match=r"needs vllm: pip install -e \"\.\[vllm\]\" on a machine with a CUDA GPU"):
         VLLMBackend("any", [0])
 
 

@@ -7,9 +7,12 @@ leaves `env_response` to `ToolEnv`: `_start()` (fresh state, the first observati
 agent action on a started, unfinished episode) and `_release()` (free resources on close). `done` and
 `verdict` are the suite's too.
 
-`EpisodeSettings` is the part of an episode's configuration that means the same in every suite (the step
-budgets); the rollout engine carries one without knowing the suite. A suite with more settings extends it
-(`seal_hub.envs.bfcl.EpisodeConfig`) and reads a plain `EpisodeSettings` as its own defaults plus these.
+`EpisodeSettings` is the part of an episode's configuration that means the same in every suite: the step
+budgets, and the rules of the protocol an episode runs under (whether tools withheld until a later turn run when
+called, what a calling step past the turn's limit does, whether text with no parseable call ends the turn). The
+rollout engine, the trainer and the evaluation protocol (`seal_hub.evaluation.protocol`) carry one without knowing
+the suite; a suite without such a budget or rule ignores it. A suite with more settings extends it (BFCL's
+`EpisodeConfig`, in its own package) and reads a plain `EpisodeSettings` as its own defaults plus these.
 
 Not covered: what a step does (each suite's `episode.py`), the step records (`seal_hub.envs.protocol`).
 """
@@ -17,26 +20,51 @@ Not covered: what a step does (each suite's `episode.py`), the step records (`se
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from seal_hub.config_checks import require_at_least_one
 from seal_hub.envs.protocol import Action, EpisodeError, EpisodeVerdict, ErrorKind, Observation, StepResult, ToolResult
 
+STEP_LIMIT_RULES = ("refuse", "bfcl")  # what a calling step past `max_steps_per_turn` does (`EpisodeSettings`)
+
 
 @dataclass(frozen=True)
 class EpisodeSettings:
-    """Step budgets every suite reads the same way (a suite without such a budget ignores them)."""
+    """Step budgets and protocol rules every suite reads the same way (a suite without one ignores it). The
+    defaults are the training protocol's; `seal_hub.evaluation.protocol.EvalProtocol` sets the evaluation's."""
 
     max_steps_per_turn: int = field(default=20, metadata={"help": "Calling steps allowed in one user turn."})
     max_steps_per_episode: int | None = field(
         default=None,
         metadata={"help": "Model steps allowed in the whole episode (the paper's training budget: 20); None: no cap."},
     )
+    allow_hidden_tools: bool = field(
+        default=False,
+        metadata={"help": "Execute tools withheld until a later turn or excluded by the task when called."},
+    )
+    step_limit: str = field(
+        default="refuse",
+        metadata={
+            "help": "What a calling step past max_steps_per_turn does. 'refuse': it is refused and the episode "
+            "ends force-terminated. 'bfcl': it executes, then the turn ends and the episode with it (force-"
+            "terminated unless it was the last turn, which is verified), as bfcl-eval's inference loop does."
+        },
+    )
+    end_turn_on_parse_error: bool = field(
+        default=False,
+        metadata={"help": "End the turn when the model's text has no parseable call (bfcl-eval's inference loop)."},
+    )
 
     def __post_init__(self) -> None:
+        if self.step_limit not in STEP_LIMIT_RULES:
+            raise ValueError(f"step_limit must be one of {STEP_LIMIT_RULES}, got {self.step_limit!r}")
         require_at_least_one(self, "max_steps_per_turn")
         require_at_least_one(self, "max_steps_per_episode", optional=True)
+
+    def neutral(self) -> dict[str, Any]:
+        """These settings alone, by name (a suite's own config copies them: `EpisodeConfig.of`)."""
+        return {f.name: getattr(self, f.name) for f in fields(EpisodeSettings)}
 
 
 def parse_error_results(action: Action) -> tuple[ToolResult, ...]:

@@ -16,12 +16,19 @@ Beyond its episodes a suite says, and nothing outside its own package says for i
 - how a finished rollout is labelled turn by turn (`turn_labels`, `diagnose`: the labels of
   `seal_hub.diagnosis`);
 - what its SFT warm-up teaches for a task (`warmup_script`, `seal_hub.envs.reference`);
-- whether its tools run and can fail (`tool_errors`: recovery hints have something to say), and whether it can
-  train (`not_trainable`: why not, None when it can);
+- whether its tools run and can fail (`tool_errors`: recovery hints have something to say), which exception
+  classes they raised in a batch of rollouts (`raised`: each gets a recovery hint; None when the suite does not
+  say), whether its tool schemas carry default values (`schema_defaults`: the schema cues show them), and whether
+  it can train (`not_trainable`: why not, None when it can);
+- the record a published interface version keeps of where its tasks come from (`record`: a user environment's
+  class and dataset; None for a built-in suite, which its name selects);
 - what a published card calls it (`card`), and which `seal-hub eval` / `rollout` flags select it
   (`command_flags`).
 
-`SuiteCard` is the last of these as a record; the built-in suites by name are `seal_hub.envs.builtin`.
+`SuiteCard` is the card as a record; the built-in suites by name are `seal_hub.envs.builtin`, and the defaults a
+built-in suite shares (`seal_hub.envs.task_table.TaskTable`) answer the optional parts. The core (trainer, rollout
+engine, evaluation, diagnosis, interface, hub, report, replay) reads a suite through this protocol only: never
+`hasattr`/`getattr` on a suite, and never a suite's own package (the BFCL suites need the `bfcl` extra).
 
 Not covered: scoring beyond per-episode verdicts (`seal_hub.evaluation`), what the labels add up to
 (`seal_hub.diagnosis`)."""
@@ -37,6 +44,7 @@ from seal_hub.envs.protocol import Action, EpisodeVerdict, Observation, StepResu
 if TYPE_CHECKING:  # what the suite hands up the loop; those packages sit above the suites
     from seal_hub.diagnosis import RolloutDiagnosis
     from seal_hub.envs.reference import WarmupScript
+    from seal_hub.interface.snapshot import UserEnvironmentRecord
     from seal_hub.rollout.records import Trajectory
 
 
@@ -92,6 +100,7 @@ class Suite(Protocol):
     turn_labels: bool  # `diagnose` labels its turns (False: one end-of-episode check, nothing per turn)
     tool_errors: bool  # its tools execute and can fail, so recovery hints have something to say
     not_trainable: str | None  # why it cannot train (one clause), None when it can
+    schema_defaults: bool  # its tool schemas carry default values (the schema cues show them)
     card: SuiteCard
 
     def task(self, task_id: str) -> SuiteTask: ...
@@ -109,6 +118,10 @@ class Suite(Protocol):
     def warmup_script(self, task: SuiteTask) -> WarmupScript | None: ...
 
     def command_flags(self) -> str: ...
+
+    def raised(self, trajectories: Iterable[Trajectory]) -> Mapping[str, str] | None: ...
+
+    def record(self) -> UserEnvironmentRecord | None: ...
 
 
 class SuiteError(ValueError):

@@ -7,8 +7,10 @@ line each. bfcl-single, which can also train, puts `train` and `test` halves on 
 (`seal_hub.envs.bfcl_single.suite`).
 
 The defaults of the rest of the contract (`seal_hub.envs.suite.Suite`) are a suite with no turn labels and no
-warm-up (both say so in one line, naming the suites that have them), whose split source is "default" and which the
-command line selects by name (`--suite NAME`); each suite sets its own `tool_errors`, `not_trainable` and `card`.
+warm-up (both say so in one line, naming the suites that have them), whose split source is "default", whose tool
+schemas carry no defaults, which names no exception classes for recovery hints (`raised`), which keeps no record
+beyond its name (`record`) and which the command line selects by name (`--suite NAME`); each suite sets its own
+`tool_errors`, `not_trainable` and `card`.
 
 Not covered: the tasks themselves (each suite's own `tasks.py`).
 """
@@ -16,11 +18,16 @@ Not covered: the tasks themselves (each suite's own `tasks.py`).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from seal_hub.diagnosis.labels import DiagnosisError
 from seal_hub.envs.builtin import labelled_suites, trainable_suites
+from seal_hub.envs.splits import load_split
 from seal_hub.envs.suite import SuiteError, UnknownTaskError
+
+if TYPE_CHECKING:
+    from seal_hub.interface.snapshot import UserEnvironmentRecord
+    from seal_hub.rollout.records import Trajectory
 
 WHOLE_SPLITS = ("test", "all")
 
@@ -34,6 +41,7 @@ class TaskTable:
     tasks: Mapping[str, Any]
     default_split = "default"
     turn_labels = False
+    schema_defaults = False
 
     def __len__(self) -> int:
         return len(self.tasks)
@@ -60,8 +68,6 @@ class TaskTable:
     def split_ids(self, split: str, split_file: str | None = None, seed: int = 0) -> tuple[str, ...]:
         """`test` / `all`: every task; a category: its tasks; with `split_file`: that file's `split` list."""
         if split_file is not None:
-            from seal_hub.envs.bfcl.splits import load_split
-
             try:
                 return load_split(split_file, known_ids=set(self.tasks)).ids(split)
             except ValueError as exc:
@@ -86,3 +92,11 @@ class TaskTable:
     def command_flags(self) -> str:
         """The `seal-hub eval` / `rollout` flags that select this suite: its name."""
         return f"--suite {self.name}"
+
+    def raised(self, trajectories: Iterable[Trajectory]) -> Mapping[str, str] | None:
+        """No exception classes named for recovery hints: the interface's own hints stand."""
+        return None
+
+    def record(self) -> UserEnvironmentRecord | None:
+        """No record beyond the suite's name, which selects it."""
+        return None

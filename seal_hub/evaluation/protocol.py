@@ -2,9 +2,10 @@
 
 The SEAL paper evaluates with BFCL's own protocol: greedy decoding, the original environment interface (no
 learning-interface additions), withheld tools execute when called, and bfcl-eval's step limit (a step past
-the limit of a turn still executes, then the episode ends; see `seal_hub.envs.bfcl.episode`). Its inference
-loop also ends a turn on model text it cannot decode. `EvalProtocol` holds these settings with the paper's
-values as defaults and turns them into the engine's and the episode's configurations, so the CLI, the
+the limit of a turn still executes, then the episode ends). Its inference loop also ends a turn on model text it
+cannot decode. `EvalProtocol` holds these settings with the paper's values as defaults and turns them into the
+engine's and the episode's configurations (the suite-neutral `EpisodeSettings`, which every suite reads as far
+as it has the budget or rule, and a suite's own config reads as its defaults plus these), so the CLI, the
 benchmark and a trainer's periodic evaluation all score the same way; `as_dict()` is what `results.json`
 records under ``protocol``.
 
@@ -18,7 +19,7 @@ from typing import Any
 
 from seal_hub.config_checks import require_at_least_one
 from seal_hub.defaults import EVAL_MAX_NEW_TOKENS, MAX_CONTEXT_TOKENS, MAX_LIVE_EPISODES
-from seal_hub.envs.bfcl import EpisodeConfig
+from seal_hub.envs.episode import EpisodeSettings
 from seal_hub.rollout import RolloutConfig, SamplingConfig
 
 
@@ -55,8 +56,8 @@ class EvalProtocol:
             raise ValueError(f"temperature={self.temperature}: evaluation is greedy (0.0); use `seal-hub rollout`")
         self.episode_config()  # validates step_limit with the episode's own message
 
-    def episode_config(self) -> EpisodeConfig:
-        return EpisodeConfig(
+    def episode_config(self) -> EpisodeSettings:
+        return EpisodeSettings(
             max_steps_per_turn=self.max_steps_per_turn,
             allow_hidden_tools=self.allow_hidden_tools,
             step_limit=self.step_limit,

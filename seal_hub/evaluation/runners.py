@@ -2,7 +2,7 @@
 
 Both runners take tasks and hand each finished episode's `Trajectory` to a callback as soon as it ends (the
 harness writes it to disk there, which is what makes a run resumable), and both step the suite's episodes
-with the same `EpisodeConfig`, so the oracle checks exactly the protocol a model is scored under.
+with the same `EpisodeSettings`, so the oracle checks exactly the protocol a model is scored under.
 
 - `ModelRunner`: a `RolloutEngine` (batched generation, greedy under `EvalProtocol`).
 - `OracleRunner`: no model; per turn it sends the suite's `oracle_steps` (the reference calls), then a plain

@@ -11,11 +11,16 @@ Design choices:
 - Qwen2 (hidden 64, 2 layers, 4 heads / 2 KV heads, tied embeddings) with ``max_position_embeddings``
   32768, so a BFCL prompt with every tool of several API classes fits, as it does for Qwen2.5.
 - The tokenizer is a byte-level BPE (any text encodes, nothing maps to an unknown token) trained with the
-  ``tokenizers`` library on the text it will see: the BFCL multi-turn questions and function docs from the
-  installed ``bfcl-eval`` package and the chat template's fixed text, with Qwen2's normaliser and
-  pre-tokeniser. With 4k tokens (a 4100 x 64 embedding) it encodes a BFCL prompt with two API classes' tools in
-  about 4.4k tokens: within 5% of the floor the pre-tokeniser sets (one token per word or punctuation run),
-  and slightly fewer than SmolLM2's 49k general vocabulary needs.
+  ``tokenizers`` library on the text it will see: the BFCL multi-turn questions and function docs from
+  ``bfcl-eval`` and the chat template's fixed text, with Qwen2's normaliser and pre-tokeniser. With 4k tokens
+  (a 4100 x 64 embedding) it encodes a BFCL prompt with two API classes' tools in about 4.4k tokens: within 5% of
+  the floor the pre-tokeniser sets (one token per word or punctuation run), and slightly fewer than SmolLM2's 49k
+  general vocabulary needs.
+- Its vocabulary and merges ship with the package (``data/tiny_bpe.json``, 4096 tokens), so the tiny model builds
+  the same with or without the ``bfcl`` extra; only another vocabulary size trains anew from ``bfcl-eval``'s data.
+  Regenerate the file (after a bfcl-eval or tokenizers upgrade) with
+  ``python -m seal_hub.models.tiny > seal_hub/models/data/tiny_bpe.json``; a test holds it equal to a fresh
+  training where bfcl-eval is installed.
 - Special tokens are Qwen2.5's: ``<|endoftext|>`` (padding), ``<|im_start|>``, ``<|im_end|>`` (end of turn,
   eos). ``<tool_call>``, ``</tool_call>``, ``<tool_response>``, ``</tool_response>`` are single added tokens
   that are *not* special, as in Qwen2.5: TRL decodes completions with ``skip_special_tokens=True``, which
@@ -32,6 +37,7 @@ import json
 from collections.abc import Iterator
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import torch
 from tokenizers import AddedToken, Regex, Tokenizer, models, normalizers, pre_tokenizers, trainers
@@ -42,13 +48,21 @@ from seal_hub.models.chat_templates import CHATML_SPECIAL_TOKENS, HERMES_TOOL_TO
 from seal_hub.models.config import PolicyConfig
 
 PAD_TOKEN = "<|endoftext|>"
+BPE_FILE = "tiny_bpe.json"  # package data (data/): the vocabulary and merges of `train_bpe(SHIPPED_VOCAB)`
+SHIPPED_VOCAB = 4096
 SPECIAL_TOKENS = (PAD_TOKEN, *CHATML_SPECIAL_TOKENS)
 TINY_CONTEXT = 32_768
 
 
 def bfcl_corpus() -> Iterator[str]:
     """BFCL multi-turn user questions and function docs (as raw docs and as chat-template tools), fixed order."""
-    data = resources.files("bfcl_eval").joinpath("data")
+    try:
+        data = resources.files("bfcl_eval").joinpath("data")
+    except ModuleNotFoundError:
+        raise ValueError(
+            f"training a tiny tokenizer of another size than {SHIPPED_VOCAB} reads bfcl-eval's data: "
+            'pip install "seal_hub[bfcl]"'
+        ) from None
     questions = sorted(p.name for p in data.iterdir() if p.name.startswith("BFCL_v4_multi_turn_"))
     for name in questions:
         for line in data.joinpath(name).read_text(encoding="utf-8").splitlines():
@@ -70,11 +84,12 @@ def _as_tool(doc: dict) -> dict:
     return {"name": doc["name"], "description": doc.get("description", ""), "parameters": parameters}
 
 
-def train_tokenizer(vocab_size: int = 4096) -> Qwen2Tokenizer:
-    """A byte-level BPE tokenizer trained on `bfcl_corpus` plus the tool chat template, with Qwen2.5's tokens.
+def train_bpe(vocab_size: int = SHIPPED_VOCAB) -> dict[str, Any]:
+    """The vocabulary and merges of a byte-level BPE trained on `bfcl_corpus` plus the tool chat template
+    (``{"vocab": {token: id}, "merges": [[a, b], ...]}``); needs bfcl-eval.
 
-    Trained with the exact normaliser and pre-tokeniser `Qwen2Tokenizer` builds, and then wrapped in one, so the
-    tokenizer reloaded from disk (which transformers rebuilds as a `Qwen2Tokenizer`) encodes identically.
+    Trained with the exact normaliser and pre-tokeniser `Qwen2Tokenizer` builds, so the tokenizer made from it
+    (and reloaded from disk, which transformers rebuilds as a `Qwen2Tokenizer`) encodes identically.
     """
     template = tool_chat_template()
     bpe = Tokenizer(models.BPE())
@@ -93,13 +108,25 @@ def train_tokenizer(vocab_size: int = 4096) -> Qwen2Tokenizer:
     )
     bpe.train_from_iterator([*bfcl_corpus(), template], trainer=trainer)
     trained = json.loads(bpe.to_str())["model"]
+    return {"vocab": trained["vocab"], "merges": [list(merge) for merge in trained["merges"]]}
+
+
+def shipped_bpe() -> dict[str, Any]:
+    """The vocabulary and merges `train_bpe(SHIPPED_VOCAB)` gives, as shipped with the package."""
+    return json.loads(resources.files("seal_hub.models").joinpath("data", BPE_FILE).read_text(encoding="utf-8"))
+
+
+def train_tokenizer(vocab_size: int = SHIPPED_VOCAB) -> Qwen2Tokenizer:
+    """The tiny model's tokenizer: the BPE of `vocab_size` tokens (the shipped one for `SHIPPED_VOCAB`, else
+    `train_bpe`'s) with Qwen2.5's special tokens and the tool chat template."""
+    trained = shipped_bpe() if vocab_size == SHIPPED_VOCAB else train_bpe(vocab_size)
     tokenizer = Qwen2Tokenizer(
         vocab=trained["vocab"],
         merges=[tuple(merge) for merge in trained["merges"]],
         eos_token="<|im_end|>",
         pad_token=PAD_TOKEN,
         unk_token=None,
-        chat_template=template,
+        chat_template=tool_chat_template(),
         padding_side="left",
         model_max_length=TINY_CONTEXT,
     )
@@ -140,7 +167,7 @@ def named_policy_config(name: str) -> PolicyConfig:
 
 
 def build_tiny_model(
-    out_dir: str | Path, seed: int = 0, vocab_size: int = 4096, hidden_size: int = 64, num_layers: int = 2
+    out_dir: str | Path, seed: int = 0, vocab_size: int = SHIPPED_VOCAB, hidden_size: int = 64, num_layers: int = 2
 ) -> Path:
     """Write a tiny random Qwen2 tool-calling policy to `out_dir` (created if needed); returns the directory."""
     out = Path(out_dir)
@@ -157,3 +184,7 @@ def build_tiny_model(
     model.save_pretrained(out)
     tokenizer.save_pretrained(out)
     return out
+
+
+if __name__ == "__main__":  # python -m seal_hub.models.tiny > seal_hub/models/data/tiny_bpe.json
+    print(json.dumps(train_bpe(SHIPPED_VOCAB), ensure_ascii=False, separators=(",", ":")))

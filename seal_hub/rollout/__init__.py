@@ -1,8 +1,8 @@
 """Multi-turn rollouts: batched generation with KV caching, episodes stepped in the environment, trajectories.
 
 The names below are imported on first use, so ``seal_hub.rollout.hf_backend`` (the batched backend: torch and
-transformers only) imports where the engine's and the records' dependencies (bfcl-eval, datasets, pyarrow,
-pydantic) are not installed, as `benchmarks/gpu_check.py` needs on a bare GPU machine.
+transformers only) imports where the engine's and the records' dependencies (datasets, pyarrow, pydantic) are not
+installed, as `benchmarks/gpu_check.py` needs on a bare GPU machine.
 
 Not here: the plain backends the batched one is measured and tested against (one request at a time, transformers'
 padded and continuous batching) and the loopback `vllm serve` of the checks: benchmark and test code, in

@@ -20,8 +20,8 @@ from typing import Any
 from seal_hub.rollout.backend import Generation, GenerationRequest, SamplingConfig
 
 VLLM_INSTALL = (
-    'uv pip install -e ".[vllm]" --override recipes/install/vllm-overrides.txt, on a machine with a CUDA GPU '
-    '(README, "GPU installs": pip alone cannot resolve vLLM beside bfcl-eval\'s numpy pin)'
+    'pip install -e ".[vllm]" on a machine with a CUDA GPU; beside the BFCL suites, uv and an override (README, '
+    '"GPU installs": pip alone cannot resolve vLLM beside bfcl-eval\'s numpy pin)'
 )
 
 

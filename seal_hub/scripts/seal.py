@@ -59,8 +59,8 @@ from accelerate import PartialState
 from peft import get_peft_model
 from trl import TrlParser
 
-from seal_hub.envs.bfcl import Split, SplitError
 from seal_hub.envs.builtin import require_trainable, resolve_suite, trainable_suites
+from seal_hub.envs.splits import Split, SplitError
 from seal_hub.envs.suite import Suite, SuiteError, in_turn
 from seal_hub.envs.user.spec import DEFAULT_CALL_TIMEOUT_S, DEFAULT_EVAL_FRACTION
 from seal_hub.hub import HubError, PublishConfig

@@ -69,8 +69,8 @@ from trl.models import unwrap_model_for_generation
 
 from seal_hub.console import acknowledge_rollout_func
 from seal_hub.diagnosis import FailureProfile, Label
-from seal_hub.envs.bfcl import EpisodeConfig
 from seal_hub.envs.builtin import require_trainable
+from seal_hub.envs.episode import EpisodeSettings
 from seal_hub.envs.suite import Suite, SuiteTask
 from seal_hub.interface import InterfaceSnapshot
 from seal_hub.interface.evolve import evolve, evolve_config_for, starting_interface
@@ -201,13 +201,13 @@ class SealTrainer(GRPOTrainer):
         self.policy_id = policy_id
         self.publish = publish
         self.backend_factory = backend_factory or self._default_backend
-        defaults = bool(getattr(suite, "schema_defaults", False))  # a user environment's schemas carry defaults
+        defaults = suite.schema_defaults  # a user environment's schemas carry defaults
         self.interface = interface or starting_interface(
             suite.name,
             args.interface_mode,
             args.env_adaptation,
             default_values=defaults,
-            user_environment=suite.record() if hasattr(suite, "record") else None,  # a user environment's record
+            user_environment=suite.record(),  # a user environment's record (None for a built-in suite)
         )
         self.evolve_config = evolve_config_for(
             args.interface_mode,
@@ -377,7 +377,7 @@ class SealTrainer(GRPOTrainer):
                 args.temperature, args.top_p, args.max_new_tokens, self.sampling_seed + step, args.top_k
             ),
             # the multi-turn suites' step limits; a suite with its own limits (bfcl-single: one answer) ignores them
-            episode=EpisodeConfig(
+            episode=EpisodeSettings(
                 max_steps_per_turn=args.max_steps_per_turn, max_steps_per_episode=args.max_steps_per_episode
             ),
         )
@@ -436,7 +436,7 @@ class SealTrainer(GRPOTrainer):
         batch's `trajectories` are every rank's, for a suite that names the exception classes its tools raised)."""
         self._generations += 1
         if self.args.env_adaptation and self._generations % self.args.evolve_every == 0:
-            raised = self.suite.raised(trajectories) if hasattr(self.suite, "raised") else None
+            raised = self.suite.raised(trajectories)
             evolved = evolve(
                 self.interface, self.window.profile(), self.evolve_config, rho=self.window.rho, raised=raised
             )

@@ -33,16 +33,10 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from seal_hub.config_checks import require_at_least_one
+from seal_hub.envs.arguments import decode_arguments
 from seal_hub.envs.bfcl.execution import execute, instantiate
 from seal_hub.envs.bfcl.tasks import Task
-from seal_hub.envs.bfcl.tools import (
-    DEFAULT_MAX_ARGUMENT_CHARS,
-    Tool,
-    class_tools,
-    decode_arguments,
-    type_problem,
-    validate_arguments,
-)
+from seal_hub.envs.bfcl.tools import DEFAULT_MAX_ARGUMENT_CHARS, Tool, class_tools, type_problem, validate_arguments
 from seal_hub.envs.bfcl.verifier import GroundTruthTrace, check_turn
 from seal_hub.envs.episode import EpisodeBase, EpisodeSettings, parse_error_results
 from seal_hub.envs.protocol import (
@@ -57,23 +51,14 @@ from seal_hub.envs.protocol import (
 )
 
 _NAME_SHOWN = 80  # characters of an offending tool name echoed back to the model
-STEP_LIMIT_RULES = ("refuse", "bfcl")
 
 
 @dataclass(frozen=True)
 class EpisodeConfig(EpisodeSettings):
-    """BFCL's episode settings: the suite-neutral step budgets (`EpisodeSettings`) and BFCL's own rules."""
+    """BFCL's episode settings: the suite-neutral budgets and rules (`EpisodeSettings`) and BFCL's own checks."""
 
-    allow_hidden_tools: bool = field(
-        default=False,
-        metadata={"help": "Execute tools withheld until a later turn or excluded by the task, as plain BFCL does."},
-    )
     max_argument_chars: int = field(
         default=DEFAULT_MAX_ARGUMENT_CHARS, metadata={"help": "Longest JSON form of one call's arguments."}
-    )
-    end_turn_on_parse_error: bool = field(
-        default=False,
-        metadata={"help": "End the turn when the model's text has no parseable call (BFCL's inference loop)."},
     )
     reject_ill_typed: bool = field(
         default=False,
@@ -87,29 +72,18 @@ class EpisodeConfig(EpisodeSettings):
         metadata={"help": "Fail a turn whose ground truth makes no call when the model calls a tool."},
     )
 
-    step_limit: str = field(
-        default="refuse",
-        metadata={
-            "help": "What a calling step past max_steps_per_turn does. 'refuse': it is refused and the episode "
-            "ends force-terminated. 'bfcl': it executes, then the turn ends and the episode with it (force-"
-            "terminated unless it was the last turn, which is verified), as bfcl-eval's inference loop does."
-        },
-    )
-
     def __post_init__(self) -> None:
-        if self.step_limit not in STEP_LIMIT_RULES:
-            raise ValueError(f"step_limit must be one of {STEP_LIMIT_RULES}, got {self.step_limit!r}")
         super().__post_init__()
         require_at_least_one(self, "max_argument_chars")
 
     @classmethod
     def of(cls, settings: EpisodeSettings | None) -> EpisodeConfig:
-        """`settings` as BFCL's config: itself if it is one, else BFCL's defaults with its step budgets."""
+        """`settings` as BFCL's config: itself if it is one, else BFCL's defaults with its budgets and rules."""
         if isinstance(settings, EpisodeConfig):
             return settings
         if settings is None:
             return cls()
-        return cls(settings.max_steps_per_turn, settings.max_steps_per_episode)
+        return cls(**settings.neutral())
 
 
 @dataclass

@@ -1,8 +1,9 @@
-"""BFCL v3 multi-turn tasks, read from the installed `bfcl-eval` package data.
+"""BFCL v3 multi-turn tasks, read from the installed `bfcl-eval` package data (the `bfcl` extra).
 
 The four multi-turn categories (base, miss_func, miss_param, long_context; 200 tasks each) ship inside
 `bfcl_eval/data` as JSON lines (file names say `BFCL_v4_...`: BFCL v4 carries the v3 multi-turn set
-unchanged). Nothing is copied into this repo. Each task becomes a frozen `Task`; its ground-truth calls,
+unchanged). Nothing is copied into this repo. bfcl-eval is imported when tasks are read, not with this module
+(`seal_hub.envs.bfcl.extra`). Each task becomes a frozen `Task`; its ground-truth calls,
 which BFCL writes as Python call strings (`sort('final_report.pdf')`), are parsed with `ast` into structured
 `ToolCall`s with named arguments, never evaluated.
 
@@ -20,9 +21,7 @@ from importlib import import_module, resources
 from types import MappingProxyType
 from typing import Any, Literal
 
-from bfcl_eval.constants.default_prompts import DEFAULT_USER_PROMPT_FOR_ADDITIONAL_FUNCTION_FC
-from bfcl_eval.constants.executable_backend_config import CLASS_FILE_PATH_MAPPING, STATELESS_CLASSES
-
+from seal_hub.envs.bfcl.extra import require_bfcl_eval
 from seal_hub.envs.protocol import Message, ToolCall
 
 Category = Literal["base", "miss_func", "miss_param", "long_context"]
@@ -30,8 +29,14 @@ CATEGORIES: tuple[Category, ...] = ("base", "miss_func", "miss_param", "long_con
 _QUESTION_FILE = "BFCL_v4_multi_turn_{category}.json"
 _ANSWER_FILE = "possible_answer/BFCL_v4_multi_turn_{category}.json"
 
-# The user message BFCL's function-calling handlers send at a miss_func turn, when withheld tools appear.
-ADDITIONAL_FUNCTION_PROMPT = DEFAULT_USER_PROMPT_FOR_ADDITIONAL_FUNCTION_FC
+
+@cache
+def additional_function_prompt() -> str:
+    """The user message BFCL's function-calling handlers send at a miss_func turn, when withheld tools appear."""
+    require_bfcl_eval()
+    from bfcl_eval.constants.default_prompts import DEFAULT_USER_PROMPT_FOR_ADDITIONAL_FUNCTION_FC
+
+    return DEFAULT_USER_PROMPT_FOR_ADDITIONAL_FUNCTION_FC
 
 
 class TaskDataError(ValueError):
@@ -71,7 +76,7 @@ class Task:
     def user_messages(self, turn: int) -> tuple[Message, ...]:
         """The messages that open turn `turn`, as BFCL's FC handlers send them."""
         if not self.turns[turn] and turn in self.withheld_until:
-            return (Message("user", ADDITIONAL_FUNCTION_PROMPT),)
+            return (Message("user", additional_function_prompt()),)
         return self.turns[turn]
 
     def raw_entry(self) -> dict[str, Any]:
@@ -87,6 +92,9 @@ class Task:
 @cache
 def api_class(class_name: str) -> type:
     """BFCL's API class for a class name in a task's `involved_classes`."""
+    require_bfcl_eval()
+    from bfcl_eval.constants.executable_backend_config import CLASS_FILE_PATH_MAPPING
+
     try:
         module = import_module(CLASS_FILE_PATH_MAPPING[class_name])
     except KeyError:
@@ -95,10 +103,14 @@ def api_class(class_name: str) -> type:
 
 
 def is_stateless(class_name: str) -> bool:
+    require_bfcl_eval()
+    from bfcl_eval.constants.executable_backend_config import STATELESS_CLASSES
+
     return class_name in STATELESS_CLASSES
 
 
 def _data_file(relative: str):
+    require_bfcl_eval()
     return resources.files("bfcl_eval").joinpath("data", relative)
 
 

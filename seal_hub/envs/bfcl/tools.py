@@ -21,9 +21,8 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from bfcl_eval.constants.executable_backend_config import MULTI_TURN_FUNC_DOC_FILE_MAPPING
-from bfcl_eval.constants.type_mappings import GORILLA_TO_OPENAPI
-
+from seal_hub.envs.arguments import json_type_name
+from seal_hub.envs.bfcl.extra import require_bfcl_eval
 from seal_hub.envs.protocol import ErrorKind
 
 # Arguments whose JSON form is longer than this are refused (the longest BFCL ground-truth call is ~7 kB).
@@ -53,7 +52,7 @@ def _convert_schema(node: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in node.items():
         if key == "type":
-            out["type"] = GORILLA_TO_OPENAPI.get(value, "string")
+            out["type"] = _gorilla_to_openapi().get(value, "string")
         elif key == "properties":
             out["properties"] = {name: _convert_schema(sub) for name, sub in value.items()}
         elif key == "items" and isinstance(value, dict):
@@ -75,8 +74,20 @@ def to_json_schema(doc: dict[str, Any]) -> dict[str, Any]:
 
 
 @cache
+def _gorilla_to_openapi() -> dict[str, str]:
+    """bfcl-eval's own type table (imported when first needed: this module imports without the bfcl extra)."""
+    require_bfcl_eval()
+    from bfcl_eval.constants.type_mappings import GORILLA_TO_OPENAPI
+
+    return GORILLA_TO_OPENAPI
+
+
+@cache
 def class_tools(class_name: str) -> tuple[Tool, ...]:
     """Every documented method of one BFCL API class, in the doc file's order."""
+    require_bfcl_eval()
+    from bfcl_eval.constants.executable_backend_config import MULTI_TURN_FUNC_DOC_FILE_MAPPING
+
     try:
         file_name = MULTI_TURN_FUNC_DOC_FILE_MAPPING[class_name]
     except KeyError:
@@ -110,22 +121,6 @@ _JSON_NAMES = {
 }
 
 
-def _json_type_name(value: Any) -> str:
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list | tuple):
-        return "array"
-    if isinstance(value, dict):
-        return "object"
-    return "null" if value is None else type(value).__name__
-
-
 def _type_error(value: Any, schema: dict[str, Any], where: str) -> str | None:
     """A message if `value` does not fit `schema` (BFCL dialect), else None. Checks nested items/properties."""
     declared = schema.get("type")
@@ -133,7 +128,7 @@ def _type_error(value: Any, schema: dict[str, Any], where: str) -> str | None:
     if allowed is not None:
         is_bool = isinstance(value, bool)
         if not isinstance(value, allowed) or (is_bool and bool not in allowed):
-            return f"argument '{where}' must be of type {_JSON_NAMES[declared]}, got {_json_type_name(value)}"
+            return f"argument '{where}' must be of type {_JSON_NAMES[declared]}, got {json_type_name(value)}"
     if isinstance(value, list) and isinstance(schema.get("items"), dict):
         for index, item in enumerate(value):
             if message := _type_error(item, schema["items"], f"{where}[{index}]"):
@@ -164,20 +159,6 @@ def _size_over(value: Any, budget: int) -> bool:
         if budget < 0:
             return True
     return False
-
-
-def decode_arguments(arguments: Any) -> tuple[dict[str, Any] | None, str | None]:
-    """Arguments as a dict, decoding a JSON string; `(None, message)` when they are not a JSON object."""
-    if isinstance(arguments, str):
-        try:
-            arguments = json.loads(arguments) if arguments.strip() else {}
-        except (ValueError, RecursionError):
-            return None, "arguments are not valid JSON; give a JSON object of argument names to values"
-    if arguments is None:
-        return {}, None
-    if not isinstance(arguments, dict):
-        return None, f"arguments must be a JSON object of argument names to values, got {_json_type_name(arguments)}"
-    return arguments, None
 
 
 def validate_arguments(

@@ -25,8 +25,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from seal_hub.envs.arguments import decode_arguments
 from seal_hub.envs.bfcl.execution import execute
-from seal_hub.envs.bfcl.tools import decode_arguments, validate_arguments
+from seal_hub.envs.bfcl.extra import require_bfcl_eval
+from seal_hub.envs.bfcl.tools import validate_arguments
 from seal_hub.envs.bfcl_memory.backend import MemoryStore, memory_tools
 from seal_hub.envs.bfcl_memory.tasks import MemoryTask
 from seal_hub.envs.episode import EpisodeBase, EpisodeSettings, parse_error_results
@@ -45,6 +47,7 @@ from seal_hub.envs.protocol import (
 
 def instruction_turn(task: MemoryTask, turn: tuple[Message, ...], instance: Any) -> tuple[Message, ...]:
     """`turn` opening a conversation: BFCL's memory instruction system prompt (with the current core memory)."""
+    require_bfcl_eval()
     from bfcl_eval.model_handler.utils import add_memory_instruction_system_prompt
 
     prompts = [[m.to_chat() for m in turn]]
@@ -53,6 +56,7 @@ def instruction_turn(task: MemoryTask, turn: tuple[Message, ...], instance: Any)
 
 
 def check_answer(task: MemoryTask, turn: int, text: str, model_calls: int) -> TurnVerdict:
+    require_bfcl_eval()
     from bfcl_eval.eval_checker.agentic_eval.agentic_checker import agentic_checker
 
     if not text.strip():

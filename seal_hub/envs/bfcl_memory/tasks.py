@@ -21,6 +21,7 @@ from functools import cache
 from types import MappingProxyType
 from typing import Any
 
+from seal_hub.envs.bfcl.extra import require_bfcl_eval
 from seal_hub.envs.bfcl.tools import to_json_schema
 from seal_hub.envs.protocol import Message
 
@@ -88,6 +89,7 @@ def _fail(backend: str, exc: Exception) -> MemoryDataError:
 @cache
 def load_backend(backend: str) -> tuple[MemoryTask, ...]:
     """Every question of one backend, in BFCL's order."""
+    require_bfcl_eval()
     from bfcl_eval.utils import load_dataset_entry, load_ground_truth_entry
 
     if backend not in BACKENDS:

@@ -18,7 +18,8 @@ from collections.abc import Sequence
 from functools import cache
 from typing import Any
 
-from seal_hub.envs.bfcl.tools import decode_arguments
+from seal_hub.envs.arguments import decode_arguments
+from seal_hub.envs.bfcl.extra import require_bfcl_eval
 from seal_hub.envs.bfcl_single.tasks import ABSTAIN_CATEGORIES, RELEVANCE_CATEGORIES, SingleTask
 from seal_hub.envs.protocol import Action, ToolCall, TurnVerdict
 
@@ -28,6 +29,7 @@ CHECKER_MODEL = "Team-ACE_ToolACE-2-8B"
 
 @cache
 def _ast_checker():
+    require_bfcl_eval()
     from bfcl_eval.constants.enums import Language
     from bfcl_eval.eval_checker.ast_eval.ast_checker import ast_checker
 

@@ -37,7 +37,8 @@ from collections import Counter
 from typing import TYPE_CHECKING
 
 from seal_hub.diagnosis import Label, RolloutDiagnosis
-from seal_hub.envs.bfcl.tools import Tool, decode_arguments, type_problem, validate_arguments
+from seal_hub.envs.arguments import decode_arguments
+from seal_hub.envs.bfcl.tools import Tool, type_problem, validate_arguments
 from seal_hub.envs.bfcl_single.tasks import SingleTask
 
 if TYPE_CHECKING:

@@ -19,8 +19,8 @@ import random
 from collections.abc import Mapping
 from importlib import resources
 
-from seal_hub.envs.bfcl.splits import Split, load_split
 from seal_hub.envs.bfcl_single.tasks import CATEGORIES
+from seal_hub.envs.splits import Split, load_split
 
 DEFAULT_FRACTION = 0.5
 DEFAULT_SEED = 0

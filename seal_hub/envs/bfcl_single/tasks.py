@@ -17,6 +17,7 @@ from functools import cache
 from types import MappingProxyType
 from typing import Any
 
+from seal_hub.envs.bfcl.extra import require_bfcl_eval
 from seal_hub.envs.bfcl.tools import to_json_schema
 from seal_hub.envs.protocol import Message
 
@@ -100,6 +101,7 @@ def _task(category: str, entry: dict[str, Any], answer: dict[str, Any] | None) -
 @cache
 def load_category(category: str) -> tuple[SingleTask, ...]:
     """Every task of one category, in BFCL's order."""
+    require_bfcl_eval()
     from bfcl_eval.utils import load_dataset_entry, load_ground_truth_entry
 
     if category not in BFCL_CATEGORY:

@@ -22,7 +22,7 @@ import json
 from datetime import datetime
 from typing import Any
 
-from seal_hub.envs.bfcl.tools import decode_arguments
+from seal_hub.envs.arguments import decode_arguments
 from seal_hub.envs.episode import EpisodeBase, parse_error_results
 from seal_hub.envs.protocol import (
     Action,
