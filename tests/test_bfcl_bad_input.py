@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import pytest
+from helpers.extras import require_bfcl
 
 from seal_hub.envs.bfcl import EpisodeConfig
 from seal_hub.envs.bfcl.execution import instantiate
 from seal_hub.envs.bfcl.verifier import public_state
 from seal_hub.envs.protocol import Action, ErrorKind, ParseError, ToolCall
+
+require_bfcl()
 
 FS_TASK = "multi_turn_base_0"  # GorillaFileSystem + TwitterAPI; 'cp' is excluded
 MISS_FUNC_TASK = "multi_turn_miss_func_0"  # 'sort' is withheld until turn 3

@@ -6,11 +6,14 @@ import gc
 import weakref
 
 import pytest
+from helpers.extras import require_bfcl
 
 from seal_hub.envs.bfcl import EpisodeConfig, ground_truth_steps, replay
 from seal_hub.envs.bfcl.execution import instantiate
 from seal_hub.envs.bfcl.verifier import public_state
 from seal_hub.envs.protocol import Action, EpisodeError, ToolCall
+
+require_bfcl()
 
 
 def names(tools):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 
 import pytest
+from helpers.extras import require_bfcl
 from helpers.oracle_script import oracle_script
 from helpers.scripted import ScriptedBackend
 
@@ -17,6 +18,8 @@ from seal_hub.envs.suite import Suite, SuiteError
 from seal_hub.rollout.backend import SamplingConfig
 from seal_hub.rollout.engine import PolicyInfo, RolloutConfig, RolloutEngine
 from seal_hub.rollout.hf_backend import HFBackend
+
+require_bfcl()
 
 # What the issue measured with its scripted oracle; ours reproduces it (see the slow test).
 ISSUE_FIGURES = {"memory_kv": 142, "memory_rec_sum": 141, "memory_vector": 142}

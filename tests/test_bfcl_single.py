@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from helpers.extras import require_bfcl
 from helpers.oracle_script import oracle_script
 from helpers.scripted import ScriptedBackend
 
@@ -16,6 +17,8 @@ from seal_hub.envs.suite import Suite, SuiteError
 from seal_hub.rollout.backend import SamplingConfig
 from seal_hub.rollout.engine import PolicyInfo, RolloutConfig, RolloutEngine
 from seal_hub.rollout.hf_backend import HFBackend
+
+require_bfcl()
 
 # Answer-key entries no call can satisfy (measured; each reason checked by hand against the data):
 KEY_DEFECTS = {

@@ -6,11 +6,14 @@ import random
 from collections import Counter
 
 import pytest
+from helpers.extras import require_bfcl
 from helpers.perturb import KINDS, perturb
 
 from seal_hub.envs.bfcl import EpisodeConfig, GroundTruthTrace, ground_truth_steps, replay
 from seal_hub.envs.bfcl.official import official_check, release_instances
 from seal_hub.envs.bfcl.replay import verify_ground_truth
+
+require_bfcl()
 
 BFCL_PROTOCOL = EpisodeConfig(allow_hidden_tools=True)
 

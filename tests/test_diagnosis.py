@@ -6,6 +6,7 @@ import json
 import random
 
 import pytest
+from helpers.extras import require_bfcl
 from helpers.perturb import KINDS, perturb
 from helpers.turns import labels_of
 
@@ -15,6 +16,8 @@ from seal_hub.envs.bfcl.labels import OFFICIAL_ERROR_LABELS, label_turn
 from seal_hub.envs.bfcl.official import official_check
 from seal_hub.envs.protocol import ToolCall
 from seal_hub.rollout.records import CallRecord, ParseErrorRecord, ResultRecord, StepRecord, TurnRecord, VerdictRecord
+
+require_bfcl()
 
 
 def test_every_ground_truth_turn_is_labelled_a_success(suite):

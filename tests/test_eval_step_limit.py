@@ -9,10 +9,13 @@ driven through both rules and, for the BFCL rule, against bfcl-eval's own checke
 from __future__ import annotations
 
 import pytest
+from helpers.extras import require_bfcl
 
 from seal_hub.envs.bfcl import EpisodeConfig, replay
 from seal_hub.envs.bfcl.official import official_check
 from seal_hub.envs.protocol import Action, ToolCall
+
+require_bfcl()
 
 LIMIT = 3
 TASK = "multi_turn_base_0"  # 4 turns, every turn's ground truth calls tools; `ls` changes no state

@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 import pytest
-from bfcl_eval.constants.executable_backend_config import MULTI_TURN_FUNC_DOC_FILE_MAPPING
+from helpers.extras import require_bfcl
 from helpers.profiles import PROFILE
 
 import seal_hub.atomic as atomic_module
@@ -30,6 +30,10 @@ from seal_hub.interface import (
 )
 from seal_hub.interface.evolve import GUIDELINES, RECOVERY_HINTS, SCHEMA_NOTE, EvolveConfig, evolve
 from seal_hub.interface.store import SnapshotStore
+
+require_bfcl()  # the tools these snapshots render are BFCL's
+
+from bfcl_eval.constants.executable_backend_config import MULTI_TURN_FUNC_DOC_FILE_MAPPING  # noqa: E402
 
 ALL_TOOLS = [tool.schema for name in MULTI_TURN_FUNC_DOC_FILE_MAPPING for tool in class_tools(name)]
 

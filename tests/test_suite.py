@@ -4,11 +4,14 @@ import json
 from pathlib import Path
 
 import pytest
+from helpers.extras import require_bfcl
 
 from seal_hub.envs.bfcl import BfclSuite, paper_split, replay, resolve_split
 from seal_hub.envs.builtin import load_suite
 from seal_hub.envs.protocol import Action
 from seal_hub.envs.suite import SuiteError
+
+require_bfcl()
 
 
 def test_bfcl_is_a_suite_and_its_oracle_passes(suite):

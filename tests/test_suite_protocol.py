@@ -61,9 +61,12 @@ def test_a_suite_without_labels_or_warm_up_refuses_both_by_name():
 
 
 def test_the_environment_builds_the_suite_its_interface_version_names():
+    from helpers.extras import require_bfcl
+
     from seal_hub.environment import Environment
     from seal_hub.interface import InterfaceSnapshot
 
+    require_bfcl()
     env = Environment(InterfaceSnapshot.null("bfcl-single"), split="test")
     assert env.suite.name == "bfcl-single"
     obs = env.reset(env.task_ids[0])

@@ -9,6 +9,7 @@ from collections import Counter
 
 import pytest
 import torch
+from helpers.extras import require_bfcl
 from helpers.recipes import recipe_module
 from helpers.run_checks import check_run
 from helpers.scripted import ScriptedBackend
@@ -23,6 +24,8 @@ from seal_hub.envs.protocol import Action, ParseError, ToolCall
 from seal_hub.envs.tau2_telecom import Tau2TelecomSuite
 from seal_hub.rollout.records import CallRecord, ParseErrorRecord, StepRecord, TurnRecord, VerdictRecord
 from seal_hub.toolcalls import format_tool_calls
+
+require_bfcl()
 
 RUN = "test/single-run"
 

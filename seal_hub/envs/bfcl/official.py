@@ -15,31 +15,48 @@ from __future__ import annotations
 import itertools
 import re
 from collections.abc import Sequence
+from functools import cache
+from types import SimpleNamespace
 from typing import Any
 
-from bfcl_eval.eval_checker.multi_turn_eval import multi_turn_utils
-from bfcl_eval.eval_checker.multi_turn_eval.multi_turn_checker import (
-    multi_turn_checker,
-    multi_turn_irrelevance_checker,
-)
-from bfcl_eval.model_handler.utils import convert_to_function_call
-
+from seal_hub.envs.bfcl.extra import require_bfcl_eval
 from seal_hub.envs.bfcl.tasks import Task
 from seal_hub.envs.protocol import ToolCall
 
 Steps = Sequence[Sequence[Sequence[ToolCall]]]  # turn -> step -> calls
+
+
+@cache
+def _bfcl() -> SimpleNamespace:
+    """bfcl-eval's checker, executor and call renderer, imported on first use (this module imports without it)."""
+    require_bfcl_eval()
+    from bfcl_eval.eval_checker.multi_turn_eval import multi_turn_utils
+    from bfcl_eval.eval_checker.multi_turn_eval.multi_turn_checker import (
+        multi_turn_checker,
+        multi_turn_irrelevance_checker,
+    )
+    from bfcl_eval.model_handler.utils import convert_to_function_call
+
+    return SimpleNamespace(
+        utils=multi_turn_utils,
+        checker=multi_turn_checker,
+        irrelevance_checker=multi_turn_irrelevance_checker,
+        to_call_strings=convert_to_function_call,
+    )
+
+
 _counter = itertools.count()
 
 
 def to_bfcl_strings(calls: Sequence[ToolCall]) -> list[str]:
     """Structured calls as the Python call strings bfcl-eval executes."""
-    return convert_to_function_call([{call.name: dict(call.arguments)} for call in calls])
+    return _bfcl().to_call_strings([{call.name: dict(call.arguments)} for call in calls])
 
 
 def release_instances(model_name: str) -> int:
     """Drop the instances bfcl-eval keeps in module globals for `model_name`; returns how many."""
     prefix = re.sub(r"[-./:]", "_", model_name)
-    store = vars(multi_turn_utils)
+    store = vars(_bfcl().utils)
     names = [key for key in store if key.startswith(prefix) and key.endswith("_instance")]
     for key in names:
         del store[key]
@@ -54,9 +71,9 @@ def official_check(task: Task, steps: Steps, strict_abstention: bool = False, re
     try:
         if len(decoded) != len(ground_truth):
             return {"valid": False, "error_type": "multi_turn:force_terminated"}
-        result = multi_turn_checker(decoded, ground_truth, task.raw_entry(), task.category, model_name)
+        result = _bfcl().checker(decoded, ground_truth, task.raw_entry(), task.category, model_name)
         if result["valid"] and strict_abstention:
-            result = multi_turn_irrelevance_checker(decoded, ground_truth)
+            result = _bfcl().irrelevance_checker(decoded, ground_truth)
         return result
     finally:
         if release:
@@ -71,7 +88,7 @@ def official_replay(task: Task, steps: Steps, model_name: str) -> dict[str, Any]
     for turn in steps:
         for step in turn:
             if step:
-                multi_turn_utils.execute_multi_turn_func_call(
+                _bfcl().utils.execute_multi_turn_func_call(
                     to_bfcl_strings(step),
                     task.raw_entry()["initial_config"],
                     list(task.involved_classes),
@@ -81,6 +98,6 @@ def official_replay(task: Task, steps: Steps, model_name: str) -> dict[str, Any]
                     is_evaL_run=False,
                 )
     decoded = [[to_bfcl_strings(step) for step in turn if step] for turn in steps]
-    return multi_turn_checker(
+    return _bfcl().checker(
         decoded, [list(t) for t in task.ground_truth_source], task.raw_entry(), task.category, model_name
     )
