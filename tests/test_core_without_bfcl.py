@@ -117,3 +117,15 @@ def test_no_module_outside_envs_asks_a_suite_with_hasattr_or_getattr():
         if asking.search(line)
     ]
     assert found == []
+
+
+def test_every_built_in_suite_answers_what_the_trainer_asks_without_bfcl_eval():
+    """The parts of the protocol the trainer once probed with hasattr/getattr: a built-in suite's schemas carry no
+    defaults, it names no exception classes for recovery hints and keeps no record beyond its name."""
+    from seal_hub.envs.builtin import SUITES, suite_class
+    from seal_hub.envs.suite import Suite
+
+    for name in SUITES:
+        suite = suite_class(name)(tasks={})  # no task loaded: bfcl-eval and tau2 are not needed for this
+        assert isinstance(suite, Suite), name
+        assert (suite.schema_defaults, suite.record(), suite.raised([])) == (False, None, None), name
