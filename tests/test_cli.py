@@ -9,9 +9,12 @@ import subprocess
 import sys
 
 import pytest
+from helpers.extras import require_bfcl
 from helpers.paths import PAPER_SPLIT
 
 from seal_hub.cli import main
+
+require_bfcl()
 
 LAST_LINE = re.compile(r"^verified (\d+)/(\d+) ground-truth episodes \(official checker agrees on (\d+)/(\d+)\)$")
 

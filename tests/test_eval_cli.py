@@ -7,12 +7,15 @@ import re
 
 import pyarrow.parquet as pq
 import pytest
+from helpers.extras import require_bfcl
 
 from seal_hub.cli import main
 from seal_hub.diagnosis.records import DIAGNOSIS_FEATURES
 from seal_hub.evaluation import SCHEMA
 from seal_hub.evaluation import runners as runners_module
 from seal_hub.rollout import FEATURES, read_trajectories
+
+require_bfcl()
 
 LAST_LINE = re.compile(r"^eval (\S+): avg (\d+\.\d\d) on (\d+) tasks$")
 CONTRACT_KEYS = {

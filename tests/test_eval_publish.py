@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from helpers.extras import require_bfcl
 from helpers.hub_artifacts import adapter
 from helpers.hub_double import TOKEN, HubDouble, talk_to
 
@@ -15,6 +16,8 @@ from seal_hub.cli import main
 from seal_hub.hub import LocalRegistry, Ref, load_trajectories, publish_policy
 from seal_hub.hub.cards import card_metadata
 from seal_hub.hub.loading import fetch
+
+require_bfcl()
 
 
 @pytest.fixture(scope="module")

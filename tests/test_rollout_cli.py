@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import pytest
+from helpers.extras import require_bfcl
 from helpers.paths import PAPER_SPLIT
 
 from seal_hub.cli import main
 from seal_hub.rollout import read_trajectories
+
+require_bfcl()
 
 
 def test_rollout_cli_writes_trajectories_and_a_summary(tmp_path, capsys, monkeypatch):
