@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from helpers.extras import require_bfcl
 
 from seal_hub.envs.builtin import SUITES
 from seal_hub.experiment import (
@@ -335,6 +336,7 @@ def test_the_table_gives_each_setting_its_mean_and_interval_over_seeds(tmp_path)
 def test_two_arms_train_evaluate_and_report_through_the_recipe(tmp_path, monkeypatch, capfd):
     """The default suite's end-to-end check: each arm's own `accelerate launch` of the recipe, the trainer, the
     evaluation and the report, small (the arms' output comes from their processes: `capfd`)."""
+    require_bfcl()  # its suite is BFCL's
     monkeypatch.setenv("SEAL_HUB_CACHE", str(tmp_path / "cache"))
     path = tiny_config(tmp_path, arms=["vanilla", "seal"], evaluate_base=False, eval_suites=["bfcl"], eval_limit=1)
     table = recipe().main(str(path))

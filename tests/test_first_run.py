@@ -15,6 +15,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+from helpers.extras import require_bfcl
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -230,6 +231,7 @@ def test_library_notices_are_dropped_by_origin_category_and_text_only():
 
 def test_recipe_output_has_our_line_and_none_of_the_library_notices(tmp_path):
     """One step of the recipe on the tiny model, as a user launches it (TRL's silencing variable unset)."""
+    require_bfcl()  # its suite is BFCL's
     from seal_hub.models import build_tiny_model
 
     model = build_tiny_model(tmp_path / "tiny")

@@ -7,6 +7,7 @@ import json
 import shutil
 
 import pytest
+from helpers.extras import require_bfcl
 from helpers.replay_data import replay_world
 
 from seal_hub.replay import EpisodeFilter, ReplayError, Selection, Viewer, deep_link, open_replay_source
@@ -280,6 +281,7 @@ def test_the_space_requirements_pin_what_pyproject_pins():
 
 def test_an_episode_shows_the_tools_of_its_own_suites_task():
     """A bfcl-single run's episodes list the functions their question offered (its snapshots name the suite)."""
+    require_bfcl()  # its suite is BFCL's
     from seal_hub.envs.builtin import load_suite
     from seal_hub.replay.page import Viewer
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from helpers.extras import require_bfcl
 from helpers.hub_artifacts import adapter, lora_weights, snapshots
 from helpers.hub_double import TOKEN, HubDouble, talk_to
 from helpers.paths import LOOP
@@ -107,6 +108,7 @@ def recipe_flags(base: Path, out: Path, max_steps: int = 1) -> list[str]:
 
 
 def test_the_recipe_trains_one_step_from_a_published_interface_and_adapter(local, models, tmp_path, monkeypatch):
+    require_bfcl()  # its suite is BFCL's
     out = tmp_path / "run"
     script, training, model_args = parse(LOOP, *recipe_flags(models["base"], out), monkeypatch=monkeypatch)
     assert model_args.lora_r == 8  # the adapter's own r=4 must win
@@ -168,6 +170,7 @@ def test_a_relaunched_recipe_resumes_on_the_recorded_sources(local, models, tmp_
 
 
 def test_the_recipe_refuses_a_missing_version_in_one_line_before_loading_anything(local, models, tmp_path):
+    require_bfcl()  # its suite is BFCL's
     import os
     import subprocess
     import sys
@@ -255,6 +258,7 @@ def test_a_derived_snapshot_renders_as_its_source_and_names_its_origin(local, su
 
 
 def test_cli_rollout_takes_a_published_interface_and_adapter(local, models, tmp_path, capsys):
+    require_bfcl()  # its suite is BFCL's
     out = tmp_path / "rollout"
     argv = [
         "rollout",
