@@ -20,6 +20,7 @@ import subprocess
 import sys
 
 import pytest
+from helpers.extras import require_bfcl
 from helpers.paths import ROOT
 
 BENCHMARKS = ROOT / "benchmarks"
@@ -85,6 +86,7 @@ def test_every_benchmark_file_is_smoke_run_or_named():
 
 @pytest.mark.parametrize("script", sorted(SMOKE))
 def test_the_script_runs_to_its_last_line_at_smoke_size(script, tmp_path):
+    require_bfcl()  # the smoke runs step BFCL suites
     flags, last = SMOKE[script]
     env = os.environ | {"PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", "TRL_EXPERIMENTAL_SILENCE": "1"}
     env |= {"SEAL_HUB_CACHE": os.environ.get("SEAL_HUB_CACHE", str(tmp_path / "cache")), "TMPDIR": str(tmp_path)}

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers.extras import require_bfcl
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "benchmarks" / "gpu_check.py"
@@ -123,6 +124,7 @@ def test_dry_run_with_only_torch_transformers_peft_accelerate():
 
 
 def test_require_fails_the_run_when_bitsandbytes_is_missing():
+    require_bfcl()  # its SEAL step part runs BFCL tasks
     result = run_check("--dry-run", "--require", "--models", "Qwen2.5-7B", absent=("bitsandbytes",))
     assert result.returncode == 1, result.stderr[-3000:]
     assert "Traceback" not in result.stderr
@@ -137,6 +139,7 @@ def test_require_fails_the_run_when_bitsandbytes_is_missing():
 
 def test_require_does_not_ask_for_vllm_which_no_bundle_carries():
     """The lent GPU machines have no vLLM: with everything else there, --require passes with the part skipped."""
+    require_bfcl()  # its SEAL step part runs BFCL tasks
     pytest.importorskip("bitsandbytes")
     result = run_check("--dry-run", "--require", "--models", "Qwen2.5-3B", "--time-budget", "600", absent=("vllm",))
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]

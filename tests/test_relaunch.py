@@ -6,6 +6,7 @@ loop would take one more step before it tests max_steps."""
 from __future__ import annotations
 
 import pytest
+from helpers.extras import require_bfcl
 from helpers.paths import ROOT
 from helpers.recipes import parse, recipe_module
 from helpers.run_checks import check_run, fingerprint
@@ -30,6 +31,7 @@ def registry(tmp_path, monkeypatch):
 def test_relaunching_a_finished_run_changes_nothing_and_a_larger_budget_continues(
     tmp_path, registry, monkeypatch, capsys
 ):
+    require_bfcl()  # its suite is BFCL's
     from seal_hub.models import build_tiny_model
 
     tiny, out = build_tiny_model(tmp_path / "tiny"), tmp_path / "run"

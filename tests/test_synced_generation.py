@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers.extras import require_bfcl
 
 WORKER = Path(__file__).parent / "scripts" / "synced_rollout_worker.py"
 
@@ -58,6 +59,7 @@ def launch(tiny_dir: Path, out: Path, synced: bool) -> list[subprocess.Completed
 
 
 def test_ranks_whose_episodes_end_at_different_steps_keep_stepping_together(tiny_dir, tmp_path):
+    require_bfcl()  # its suite is BFCL's
     done = launch(tiny_dir, tmp_path, synced=True)
     assert [d.returncode for d in done] == [0, 0], done[0].stderr[-2000:] + done[1].stderr[-2000:]
     first, second = (json.loads((tmp_path / f"rank{r}.json").read_text()) for r in (0, 1))
