@@ -1,16 +1,25 @@
-"""A user environment's class from its import path, and the hash of its source that a version records.
+"""A user environment's factory or reward function from its import path, and the hash of its source that a version
+records.
 
-`import_class('package.module:Class')` imports the module (the current folder is importable, as `python -m` makes
-it) and returns the class; anything wrong (no such module, the module fails to import, no such class, not a class,
-no `reset`) is one `EnvironmentError` line naming the path. `source_hash` is the sha256 of
-`inspect.getsource` of the class's module: a published environment version records it, and loading the version
-against code whose hash differs warns in one line (`check_source`) and still runs.
+`import_attribute('package.module:ATTR')` imports the module (the current folder is importable, as `python -m`
+makes it) and returns what ATTR names (a dotted path is followed): a class, a function, a `functools.partial`, a
+dict of them (TRL's `environment_factory` takes any zero-argument callable or a dict), or a reward function;
+`import_class` is the same for a class with `reset`. Anything wrong (no such module, the module fails to import, no
+such attribute) is one `EnvironmentError` line naming the path.
+
+`source_hash` is the sha256 of `inspect.getsource` of the class's module; `sources_hash` the same over several
+objects (a factory function and the class it makes, the reward functions): the sha256 of one module's source
+when they all live in one module (so a class-only environment hashes as it always did), else of the sorted
+per-module hashes. A published environment version records it, and loading the version against code whose hash
+differs warns in one line (`check_source`) and still runs. A `functools.partial` counts by its function's module;
+its bound arguments are not hashed (they are data the caller gives, often not printable the same way twice).
 
 Not covered: the tools the class offers (`seal_hub.envs.user.schema`).
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib
 import inspect
@@ -24,8 +33,8 @@ class EnvironmentError(SuiteError):  # noqa: A001 -- the user environment's own 
     """A user environment that cannot be used as given (import path, tools, dataset); the message names it."""
 
 
-def import_class(path: str) -> type:
-    """The class at 'package.module:Class' (a dotted attribute path after the colon is followed)."""
+def import_attribute(path: str) -> object:
+    """What 'package.module:ATTR' names (a dotted attribute path after the colon is followed)."""
     module_name, _, attribute = path.partition(":")
     if os.getcwd() not in sys.path and "" not in sys.path:
         sys.path.insert(0, os.getcwd())  # `seal-hub train` is a console script: make the current folder importable
@@ -42,6 +51,13 @@ def import_class(path: str) -> type:
         if not hasattr(found, part):
             raise EnvironmentError(f"environment {path}: module {module_name} has no {attribute!r}")
         found = getattr(found, part)
+    return found
+
+
+def import_class(path: str) -> type:
+    """The class at 'package.module:Class', with a `reset` (TRL's form)."""
+    attribute = path.partition(":")[2]
+    found = import_attribute(path)
     if not inspect.isclass(found):
         raise EnvironmentError(f"environment {path}: {attribute} is a {type(found).__name__}, not a class")
     if not callable(getattr(found, "reset", None)):
@@ -57,6 +73,32 @@ def source_hash(cls: type) -> str:
     except (OSError, TypeError):
         return ""
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _module_of(obj: object) -> str | None:
+    while isinstance(obj, functools.partial):
+        obj = obj.func
+    module = getattr(obj, "__module__", None) or getattr(type(obj), "__module__", None)
+    return module if isinstance(module, str) else None
+
+
+def sources_hash(objects: list[object]) -> str:
+    """sha256 over the modules that define `objects` (module docstring); '' when none has source."""
+    hashes: dict[str, str] = {}
+    for obj in objects:
+        name = _module_of(obj)
+        if name is None or name in hashes or name == "builtins":
+            continue
+        module = sys.modules.get(name)
+        try:
+            text = inspect.getsource(module) if module is not None else ""
+        except (OSError, TypeError):
+            text = ""
+        if text:
+            hashes[name] = hashlib.sha256(text.encode("utf-8")).hexdigest()
+    if len(hashes) <= 1:
+        return next(iter(hashes.values()), "")
+    return hashlib.sha256(",".join(sorted(hashes.values())).encode("utf-8")).hexdigest()
 
 
 def check_source(path: str, recorded: str, current: str) -> str | None:
