@@ -94,7 +94,7 @@ def test_a_trl_grpo_script_with_two_names_changed_trains_with_seal(tiny_dir, tmp
     trainer = namespace["trainer"]
     assert trainer.state.global_step == 2
     snapshots = seal_records(out)
-    assert snapshots[0]["user_environment"]["class_path"] == "CounterEnv"  # given in Python: named, not importable
+    assert snapshots[0]["user_environment"]["class_path"] == "trl_script:CounterEnv"  # given in Python: not importable
     assert snapshots[0]["user_environment"]["importable"] is False
 
 
@@ -162,3 +162,68 @@ def test_a_dataset_free_environment_trains_max_steps_of_fresh_episodes_with_seed
     assert len(trainer.train_ids) == 3 * 2 and len(set(trainer.train_ids)) == 6  # 2 fresh episodes per step
     assert [t.id for t in trainer.held_out_tasks] == [f"held-out-{i}" for i in range(5)]
     assert trainer.suite.record().episodes == 5 and trainer.suite.record().importable
+
+
+def test_the_examples_trl_script_trains_the_tiny_model_and_publishes(tiny_dir, tmp_path, monkeypatch):
+    import importlib.util
+
+    from helpers.paths import ROOT
+
+    path = ROOT / "examples" / "trl_quickstart" / "train.py"
+    spec = importlib.util.spec_from_file_location("trl_quickstart_train", path)
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    monkeypatch.setenv("SEAL_HUB_REGISTRY", str(tmp_path / "registry"))
+    out, run = tmp_path / "run", "demo/quickstart"
+    trainer = example.main(
+        ["--model", str(tiny_dir), "--output_dir", str(out), "--max_steps", "2", "--publish_run", run]
+    )
+    assert trainer.state.global_step == 2 and len(trainer.held_out_tasks) == 3
+    seal_records(out)
+    for kind, repo in (("datasets", "trajectories"), ("datasets", "env"), ("models", "adapter")):
+        assert (tmp_path / "registry" / kind / f"{run}-{repo}.git").is_dir()
+
+
+def test_the_readmes_python_quickstart_runs(tiny_dir, tmp_path):
+    import re
+
+    from helpers.paths import ROOT
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    [block] = [b for b in re.findall(r"```python\n(.*?)```", readme, re.S) if "SealTrainer(" in b]
+    out = tmp_path / "thermostat"
+    script = block.replace('"HuggingFaceTB/SmolLM2-135M-Instruct"', repr(str(tiny_dir)))
+    script = script.replace('"outputs/thermostat"', repr(str(out))).replace("max_steps=4", "max_steps=2")
+    assert script.count(str(tiny_dir)) == 1 and script.count(str(out)) == 1
+    namespace = {"__name__": "readme_quickstart"}
+    exec(compile(script, "README.md", "exec"), namespace)  # noqa: S102 -- the README's own code
+    assert namespace["trainer"].state.global_step == 2
+    seal_records(out)
+
+
+def test_seal_hub_train_without_a_dataset_trains_seeded_episodes_and_eval_replays_the_held_out_ones(
+    tiny_dir, tmp_path, capsys
+):
+    from seal_hub.cli import main as cli_main
+    from seal_hub.rollout.records import read_trajectories
+
+    out = tmp_path / "run"
+    flags = ["--environment", "helpers.trl_envs:Guess", "--model_name_or_path", str(tiny_dir)]
+    flags += ["--output_dir", str(out), "--max_steps", "1", "--per_device_train_batch_size", "2"]
+    flags += ["--num_generations", "2", "--max_new_tokens", "8", "--eval_tasks", "3", "--sft_warmup_steps", "0"]
+    flags += ["--held_out_comparison", "false", "--save_steps", "1", "--disable_tqdm", "true"]
+    assert cli_main(["train", *flags]) == 0
+    trajectories = read_trajectories(out / "iterations" / "step_000001" / "trajectories.parquet")
+    assert {t.task_id for t in trajectories} == {"episode-0"}  # max_steps x 1 prompt per step
+    record = json.loads((out / "interfaces" / "v0.json").read_text())["user_environment"]
+    assert (record["class_path"], record["episodes"], record.get("episode_seed", 0)) == (
+        "helpers.trl_envs:Guess",
+        3,
+        0,
+    )
+    capsys.readouterr()
+    evaluated = tmp_path / "eval"
+    flags = ["--model", str(tiny_dir), "--interface", str(out / "interfaces" / "v0.json"), "--split", "test"]
+    assert cli_main(["eval", *flags, "--output_dir", str(evaluated), "--max_new_tokens", "8", "--no_progress"]) == 0
+    results = json.loads((evaluated / "results.json").read_text())
+    assert results["num_tasks"] == 3

@@ -24,6 +24,7 @@ Not covered: training (`seal_hub.training.trainer`), the command line's path for
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -64,14 +65,25 @@ def _rows(dataset: Any, what: str) -> list[dict[str, Any]]:
     return [dict(row) for row in rows]
 
 
+def _display(obj: Any) -> str:
+    """'module:qualname' of `obj` (a partial's function), whether or not it imports back by that name."""
+    inner = obj
+    while isinstance(inner, functools.partial):
+        inner = inner.func
+    module, qualname = getattr(inner, "__module__", None), getattr(inner, "__qualname__", None)
+    if isinstance(module, str) and isinstance(qualname, str):
+        return f"{module}:{qualname}"
+    return f"{type(obj).__module__}:{type(obj).__qualname__}"
+
+
 def _name(environment_factory: Any, tools: list[Callable[..., Any]] | None) -> tuple[str, bool]:
-    """The setup's name ('module:qualname' when it imports back) and whether it does."""
+    """The setup's name ('module:qualname') and whether it imports back by that name."""
     if environment_factory is None:
         return "tools:" + ",".join(callable_name(tool) for tool in tools or ()), False
     if isinstance(environment_factory, Mapping):
         return "environments:" + ",".join(map(str, environment_factory)), False
     path = factory_path(environment_factory)
-    return (path, True) if path is not None else (callable_name(environment_factory), False)
+    return (path, True) if path is not None else (_display(environment_factory), False)
 
 
 def user_suite_from_trl(
