@@ -227,3 +227,47 @@ def test_seal_hub_train_without_a_dataset_trains_seeded_episodes_and_eval_replay
     assert cli_main(["eval", *flags, "--output_dir", str(evaluated), "--max_new_tokens", "8", "--no_progress"]) == 0
     results = json.loads((evaluated / "results.json").read_text())
     assert results["num_tasks"] == 3
+
+
+def test_reward_funcs_is_a_recipe_yaml_key_and_a_comma_separated_flag(tmp_path, monkeypatch):
+    import yaml
+    from helpers.recipes import parse
+
+    config = tmp_path / "recipe.yaml"
+    keys = {"environment": "helpers.trl_envs:ROOMS", "dataset": "rooms.jsonl", "output_dir": str(tmp_path / "run")}
+    keys["reward_funcs"] = ["helpers.trl_envs:partial_credit", "helpers.trl_envs:not_mine"]
+    config.write_text(yaml.safe_dump(keys | {"success_threshold": 0.5, "use_cpu": True}))
+    script, training, _ = parse(config, monkeypatch=monkeypatch)
+    assert script.reward_funcs == keys["reward_funcs"] and training.success_threshold == 0.5
+    flag = "helpers.trl_envs:partial_credit,helpers.trl_envs:not_mine"
+    script, _, _ = parse(config, "--reward_funcs", flag, monkeypatch=monkeypatch)
+    assert script.reward_funcs == keys["reward_funcs"]
+
+
+def test_a_reward_function_that_raises_during_training_loses_no_record_and_says_so_once_per_row(
+    tiny_dir, tmp_path, capsys
+):
+    from helpers.trl_envs import Lamp, raises
+
+    from seal_hub.envs.user.episode import REWARD_INVALID
+    from seal_hub.rollout.records import read_trajectories
+    from seal_hub.training import SealConfig, SealTrainer
+
+    out = tmp_path / "run"
+    args = SealConfig(
+        output_dir=str(out), per_device_train_batch_size=2, num_generations=2, max_steps=2, disable_tqdm=True
+    )
+    args.max_new_tokens = 8
+    rows = [{"id": "a", "prompt": "Light it."}, {"id": "b", "prompt": "Light it, please."}]
+    trainer = SealTrainer(str(tiny_dir), raises, args, rows, environment_factory=Lamp)
+    trainer.train()
+    assert trainer.state.global_step == 2
+    for step in (1, 2):
+        trajectories = read_trajectories(out / "iterations" / f"step_{step:06d}" / "trajectories.parquet")
+        assert len(trajectories) == 2 and all(t.reward == 0.0 and t.error_type == REWARD_INVALID for t in trajectories)
+    lines = [line for line in capsys.readouterr().err.splitlines() if "reward function raises" in line]
+    assert sorted(lines) == [
+        f"seal-hub: environment class Lamp, row {i} (task {t}): reward function raises raised RuntimeError: "
+        "judge is down; reward 0"
+        for i, t in enumerate("ab")
+    ]
