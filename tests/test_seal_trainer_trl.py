@@ -271,3 +271,28 @@ def test_a_reward_function_that_raises_during_training_loses_no_record_and_says_
         "judge is down; reward 0"
         for i, t in enumerate("ab")
     ]
+
+
+def test_reward_functions_get_the_trainers_state_and_log_metrics_onto_the_training_log(tiny_dir, tmp_path):
+    from helpers import trl_envs
+    from transformers import TrainerState
+
+    from seal_hub.training import SealConfig, SealTrainer
+
+    trl_envs.STATES.clear()
+    args = SealConfig(
+        output_dir=str(tmp_path / "run"),
+        per_device_train_batch_size=2,
+        num_generations=2,
+        max_steps=1,
+        logging_steps=1,
+        disable_tqdm=True,
+    )
+    args.max_new_tokens = 8
+    rows = [{"prompt": "Light it."}]
+    trainer = SealTrainer(str(tiny_dir), trl_envs.logging_reward, args, rows, environment_factory=trl_envs.Lamp)
+    trainer.train()
+    assert len(trl_envs.STATES) == 2 and all(state is trainer.state for state in trl_envs.STATES)
+    assert isinstance(trainer.state, TrainerState)
+    logged = [entry for entry in trainer.state.log_history if "lamp/on" in entry]
+    assert len(logged) == 1 and logged[0]["lamp/on"] in (0.0, 0.5, 1.0)

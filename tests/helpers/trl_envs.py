@@ -209,3 +209,14 @@ def gives_float(prompts, **kwargs):
 
 
 PARTIAL_COUNTER = functools.partial(Counter)
+
+
+STATES: list = []  # the trainer_state each call of `logging_reward` saw
+
+
+def logging_reward(environments, log_metric, trainer_state, **kwargs) -> list[float]:
+    """A reward that logs a metric and reads the trainer's state, as TRL's reward functions may."""
+    STATES.append(trainer_state)
+    for env in environments:
+        log_metric("lamp/on", float(env.on))
+    return [float(env.on) for env in environments]
