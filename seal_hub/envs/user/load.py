@@ -3,16 +3,17 @@ records.
 
 `import_attribute('package.module:ATTR')` imports the module (the current folder is importable, as `python -m`
 makes it) and returns what ATTR names (a dotted path is followed): a class, a function, a `functools.partial`, a
-dict of them (TRL's `environment_factory` takes any zero-argument callable or a dict), or a reward function;
-`import_class` is the same for a class with `reset`. Anything wrong (no such module, the module fails to import, no
-such attribute) is one `EnvironmentError` line naming the path.
+dict of them (TRL's `environment_factory` takes any zero-argument callable or a dict), or a reward function; what
+it must be is checked where it is used (`seal_hub.envs.user.factory`, `seal_hub.envs.user.rewards`). Anything
+wrong (no such module, the module fails to import, no such attribute) is one `EnvironmentError` line naming the
+path.
 
-`source_hash` is the sha256 of `inspect.getsource` of the class's module; `sources_hash` the same over several
-objects (a factory function and the class it makes, the reward functions): the sha256 of one module's source
-when they all live in one module (so a class-only environment hashes as it always did), else of the sorted
-per-module hashes. A published environment version records it, and loading the version against code whose hash
-differs warns in one line (`check_source`) and still runs. A `functools.partial` counts by its function's module;
-its bound arguments are not hashed (they are data the caller gives, often not printable the same way twice).
+`sources_hash` is the sha256 of `inspect.getsource` of the modules that define a setup's objects (the factory, the
+class it makes, the reward functions, plain tools): of the one module's source when they all live in one (so a
+class-only environment hashes as it always did), else of the sorted per-module hashes. A published environment
+version records it, and loading the version against code whose hash differs warns in one line (`check_source`) and
+still runs. A `functools.partial` counts by its function's module; its bound arguments are not hashed (they are
+data the caller gives, often not printable the same way twice).
 
 Not covered: the tools the class offers (`seal_hub.envs.user.schema`).
 """
@@ -52,27 +53,6 @@ def import_attribute(path: str) -> object:
             raise EnvironmentError(f"environment {path}: module {module_name} has no {attribute!r}")
         found = getattr(found, part)
     return found
-
-
-def import_class(path: str) -> type:
-    """The class at 'package.module:Class', with a `reset` (TRL's form)."""
-    attribute = path.partition(":")[2]
-    found = import_attribute(path)
-    if not inspect.isclass(found):
-        raise EnvironmentError(f"environment {path}: {attribute} is a {type(found).__name__}, not a class")
-    if not callable(getattr(found, "reset", None)):
-        raise EnvironmentError(f"environment {path}: class {attribute} defines no reset(**row) (TRL's form needs one)")
-    return found
-
-
-def source_hash(cls: type) -> str:
-    """sha256 of the source of the class's module ('' when Python has no source for it)."""
-    module = sys.modules.get(cls.__module__)
-    try:
-        text = inspect.getsource(module) if module is not None else inspect.getsource(cls)
-    except (OSError, TypeError):
-        return ""
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def _module_of(obj: object) -> str | None:
