@@ -111,6 +111,7 @@ from seal_hub.training.loop_state import LoopStateBinder, SealLoopState, export_
 from seal_hub.training.sampler import EpochRepeatSampler, SamplerEpoch
 from seal_hub.training.shared_prompt import shared_prompt_logps, shares_prompts, whole_groups
 from seal_hub.training.task_sampler import TaskSampler
+from seal_hub.training.trl_args import model_name, refuse_unsupported, trl_suite
 
 if TYPE_CHECKING:
     from seal_hub.hub.artifacts import PublishConfig
@@ -152,82 +153,6 @@ class _HeldOutEval(TrainerCallback):
         if state.global_step >= state.max_steps and not self.trainer.held_out_at_end:
             return  # the caller evaluates the final policy itself (the recipe's held-out comparison)
         self.trainer.evaluate_held_out()
-
-
-def _model_name(model: Any) -> str:
-    """A model's name as TRL names a default output_dir: the id's last part, or its config's ``name_or_path``."""
-    name = model if isinstance(model, str) else getattr(getattr(model, "config", None), "name_or_path", "") or "model"
-    return str(name).rstrip("/").split("/")[-1]
-
-
-def refuse_unsupported(args: Any, rollout_func: Any, reward_processing_classes: Any) -> None:
-    """GRPOTrainer options SEAL cannot honour, each refused in one line that says why."""
-    if not isinstance(args, SealConfig):
-        raise TypeError(
-            f"args is a {type(args).__name__}: SealTrainer takes a SealConfig (a GRPOConfig with SEAL's fields); "
-            "write SealConfig(...) where the script writes GRPOConfig(...)"
-        )
-    if rollout_func is not None:
-        raise ValueError(
-            "rollout_func: SEAL runs each episode itself (its turns are what it labels and reweights); a rollout "
-            "function would hide them. Give environment_factory, tools and reward_funcs instead"
-        )
-    if reward_processing_classes is not None:
-        raise ValueError(
-            "reward_processing_classes: they serve reward models, and SEAL scores each rollout with reward "
-            "functions as its episode ends; call a reward model inside a reward function instead"
-        )
-    if args.multi_objective_aggregation != "sum_then_normalize":
-        raise ValueError(
-            f"multi_objective_aggregation={args.multi_objective_aggregation!r}: SEAL sums the weighted reward "
-            "sources of each rollout as its episode ends (sum_then_normalize); leave it at that"
-        )
-    if str(getattr(args.eval_strategy, "value", args.eval_strategy)) != "no":
-        raise ValueError(
-            f"eval_strategy={args.eval_strategy!s}: SEAL's held-out evaluation replaces TRL's evaluation loop; set "
-            "eval_every_steps N (it scores eval_dataset's rows every N steps) and leave eval_strategy 'no'"
-        )
-
-
-def _trl_suite(
-    args: SealConfig,
-    reward_funcs: Any,
-    train_dataset: Any,
-    eval_dataset: Any,
-    tools: Any,
-    environment_factory: Any,
-    train_tasks: Any,
-    held_out_tasks: Any,
-) -> tuple[Suite, Sequence[SuiteTask], Sequence[SuiteTask]]:
-    """The suite of TRL's arguments (`user_suite_from_trl`): its training tasks (unless given) and held-out tasks
-    (eval_dataset's rows or seeded episodes, unless given). `reward_weights` are read here and cleared from `args`:
-    TRL's own check counts them against the trainer's one internal reward (the episode's)."""
-    from seal_hub.envs.user.trl_setup import user_suite_from_trl
-
-    if environment_factory is None and not tools:
-        raise ValueError(
-            "SealTrainer trains tool use: give environment_factory (TRL's environment class) or tools (plain "
-            "functions) with your reward_funcs, or suite= for a built-in suite"
-        )
-    weights, args.reward_weights = args.reward_weights, None
-    steps = args.max_steps if args.max_steps > 0 else 0
-    setup = user_suite_from_trl(
-        environment_factory,
-        reward_funcs,
-        tools,
-        train_dataset,
-        eval_dataset,
-        reward_weights=weights,
-        success_threshold=args.success_threshold,
-        train_episodes=steps * (args.generation_batch_size // args.num_generations),
-        held_out_episodes=args.eval_tasks,
-        episode_seed=args.seed,
-    )
-    return (
-        setup.suite,
-        list(train_tasks) if train_tasks is not None else list(setup.train_tasks),
-        list(held_out_tasks) if held_out_tasks is not None else list(setup.held_out_tasks),
-    )
 
 
 class SealTrainer(GRPOTrainer):
@@ -272,11 +197,11 @@ class SealTrainer(GRPOTrainer):
         backend_factory: Callable[[Any, Any, int], GenerationBackend] | None = None,
         held_out_at_end: bool = True,
     ) -> None:
-        args = args if args is not None else SealConfig(f"{_model_name(model)}-SEAL")
+        args = args if args is not None else SealConfig(f"{model_name(model)}-SEAL")
         refuse_unsupported(args, rollout_func, reward_processing_classes)
         if suite is None:
             trl = (reward_funcs, train_dataset, eval_dataset, tools, environment_factory)
-            suite, train_tasks, held_out_tasks = _trl_suite(args, *trl, train_tasks, held_out_tasks)
+            suite, train_tasks, held_out_tasks = trl_suite(args, *trl, train_tasks, held_out_tasks)
         else:
             if any(x is not None for x in (reward_funcs, environment_factory, tools, train_dataset, eval_dataset)):
                 raise ValueError(
@@ -294,7 +219,7 @@ class SealTrainer(GRPOTrainer):
                 "eval_every_steps > 0 needs held-out tasks: give eval_dataset (TRL's form) or held_out_tasks "
                 "(seal_hub.training.held_out.held_out_tasks of the test split)"
             )
-        policy_id = policy_id or (model if isinstance(model, str) else _model_name(model))
+        policy_id = policy_id or (model if isinstance(model, str) else model_name(model))
         publisher = publish_callback(callbacks)
         self.held_out_tasks = list(held_out_tasks or [])
         self.held_out_at_end = held_out_at_end  # False: the last step's held-out evaluation is the caller's
@@ -751,9 +676,9 @@ class SealTrainer(GRPOTrainer):
             from seal_hub.hub.cards import correct_training_card
 
             policy = self.publish.repos.adapter if self.publish is not None else None
-            correct_training_card(folder, self.base_model_name(), policy)
+            correct_training_card(folder, self.basemodel_name(), policy)
 
-    def base_model_name(self) -> str | None:
+    def basemodel_name(self) -> str | None:
         """What the policy was trained from, as its cards name it: `PublishConfig.base_model`, else the model's own
         ``name_or_path``."""
         named = self.publish.base_model if self.publish is not None else None
