@@ -296,3 +296,20 @@ def test_reward_functions_get_the_trainers_state_and_log_metrics_onto_the_traini
     assert isinstance(trainer.state, TrainerState)
     logged = [entry for entry in trainer.state.log_history if "lamp/on" in entry]
     assert len(logged) == 1 and logged[0]["lamp/on"] in (0.0, 0.5, 1.0)
+
+
+def test_plain_tools_and_a_reward_function_train_without_an_environment(tiny_dir, tmp_path):
+    from helpers.trl_envs import add, answer_is_5
+
+    from seal_hub.training import SealConfig, SealTrainer
+
+    out = tmp_path / "run"
+    args = SealConfig(
+        output_dir=str(out), per_device_train_batch_size=2, num_generations=2, max_steps=2, disable_tqdm=True
+    )
+    args.max_new_tokens = 8
+    rows = [{"prompt": [{"role": "user", "content": "What is 2 + 3?"}]}, {"prompt": "What is 1 + 4?"}]
+    trainer = SealTrainer(str(tiny_dir), answer_is_5, args, rows, tools=[add])
+    trainer.train()
+    assert trainer.state.global_step == 2 and trainer.suite.record().class_path == "tools:add"
+    seal_records(out)

@@ -676,9 +676,9 @@ class SealTrainer(GRPOTrainer):
             from seal_hub.hub.cards import correct_training_card
 
             policy = self.publish.repos.adapter if self.publish is not None else None
-            correct_training_card(folder, self.basemodel_name(), policy)
+            correct_training_card(folder, self.base_model_name(), policy)
 
-    def basemodel_name(self) -> str | None:
+    def base_model_name(self) -> str | None:
         """What the policy was trained from, as its cards name it: `PublishConfig.base_model`, else the model's own
         ``name_or_path``."""
         named = self.publish.base_model if self.publish is not None else None
