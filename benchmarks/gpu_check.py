@@ -292,7 +292,14 @@ def seal_step(name: str, check: Check) -> str:
         )
         lora = LoraConfig(r=64, lora_alpha=128, lora_dropout=0.05, target_modules=LORA_TARGETS, task_type="CAUSAL_LM")
         trainer = SealTrainer(
-            model, args, suite, [task], tokenizer, peft_config=lora, policy_id=name, callbacks=[timer]
+            model,
+            args=args,
+            processing_class=tokenizer,
+            callbacks=[timer],
+            peft_config=lora,
+            suite=suite,
+            train_tasks=[task],
+            policy_id=name,
         )
         reset_peak(check.device)  # the step's peak: weights, LoRA, rollouts' KV, the update
         trainer.train()

@@ -182,7 +182,14 @@ def train(arm: str, model_dir: str, out: str, settings: argparse.Namespace, task
     with probe.patches():
         peft_config = lora_config(policy)
         trainer = SealTrainer(
-            model, args, BfclSuite(), tasks, tokenizer, peft_config=peft_config, policy_id="tiny", callbacks=[probe]
+            model,
+            args=args,
+            processing_class=tokenizer,
+            callbacks=[probe],
+            peft_config=peft_config,
+            suite=BfclSuite(),
+            train_tasks=tasks,
+            policy_id="tiny",
         )
         trainer.train()
     run = probe.run

@@ -1,11 +1,12 @@
 """seal_hub: SEAL (co-evolving agents and learning environments) for LLM tool use, on TRL and the Hub.
 
-Training: `SealConfig` (TRL's GRPOConfig plus SEAL's fields) and `SealTrainer` (`seal_hub.training`) on a
-suite's tasks, e.g. `BfclSuite` (`seal_hub.envs.bfcl`, with the `bfcl` extra); the packaged script runs them end to
-end (`seal-hub train`, `seal_hub.scripts.seal`). Loading published artifacts by reference (`seal_hub.hub`):
-`load_interface("alice/run1-env@v3")`, `load_trajectories(ref)`, `load_adapter(ref)`, `load_model(ref)` (a published
-policy of either kind: adapter or full fine-tune); `load_environment(ref)`
-gives an environment to step with that interface applied (`seal_hub.environment`); `resolve_reference(ref, kind)`
+Training: `SealConfig` (TRL's GRPOConfig plus SEAL's fields) and `SealTrainer` (`seal_hub.training`, GRPOTrainer's
+arguments: a TRL script changes two names) on a TRL setup or a suite's tasks, e.g. `BfclSuite`
+(`seal_hub.envs.bfcl`, with the `bfcl` extra); publishing is the callback `PublishCallback(PublishConfig(run=...))`; the packaged script
+runs them end to end (`seal-hub train`, `seal_hub.scripts.seal`). Loading published artifacts by reference
+(`seal_hub.hub`): `load_interface("alice/run1-env@v3")`, `load_trajectories(ref)`, `load_adapter(ref)`,
+`load_model(ref)` (a published policy of either kind: adapter or full fine-tune); `load_environment(ref)` gives an
+environment to step with that interface applied (`seal_hub.environment`); `resolve_reference(ref, kind)`
 pins a reference to its commit (`seal_hub.hub.sources`).
 
 Every name is imported on first use, so ``import seal_hub`` stays cheap (no torch, TRL or datasets), and importing
@@ -31,6 +32,8 @@ except PackageNotFoundError:  # a checkout on sys.path that was never installed
 _LAZY = {
     "SealConfig": "seal_hub.training",
     "SealTrainer": "seal_hub.training",
+    "PublishCallback": "seal_hub.hub.callback",
+    "PublishConfig": "seal_hub.hub.artifacts",
     "BfclSuite": "seal_hub.envs.bfcl",
     "load_interface": "seal_hub.hub.loading",
     "load_trajectories": "seal_hub.hub.loading",

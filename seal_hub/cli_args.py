@@ -51,9 +51,9 @@ def task_arguments(parser: argparse.ArgumentParser, default_split: str, suites: 
 
 
 def environment_arguments(parser: argparse.ArgumentParser) -> None:
-    """`--environment`, `--dataset`, `--dataset_revision`, `--eval_fraction`, `--call_timeout_s`: a user's own
-    environment class (TRL's `environment_factory` form) and its dataset instead of `--suite`
-    (docs/environments.md)."""
+    """`--environment`, `--dataset`, `--dataset_revision`, `--eval_fraction`, `--call_timeout_s`, `--reward_funcs`,
+    `--success_threshold`, `--episodes`, `--episode_seed`: a user's own TRL setup (`environment_factory`, reward
+    functions) and its dataset, or its seeded episodes, instead of `--suite` (docs/environments.md)."""
     option(
         parser,
         "environment",
@@ -76,6 +76,21 @@ def environment_arguments(parser: argparse.ArgumentParser) -> None:
         default=DEFAULT_CALL_TIMEOUT_S,
         help="time limit of one call into the environment",
     )
+    option(
+        parser,
+        "reward_funcs",
+        default=None,
+        help="its reward functions, TRL's form: 'package.module:function[,...]' (as the run trained with)",
+    )
+    option(
+        parser,
+        "success_threshold",
+        type=float,
+        default=None,
+        help="the reward at or above which an episode passed (default 1.0; as the run trained with)",
+    )
+    option(parser, "episodes", type=int, default=None, help="no dataset (reset makes the prompt): held-out episodes")
+    option(parser, "episode_seed", type=int, default=0, help="no dataset: the seed its episodes start from")
 
 
 def environment_options(args: argparse.Namespace) -> dict:
@@ -84,6 +99,10 @@ def environment_options(args: argparse.Namespace) -> dict:
     if args.environment is not None or args.dataset is not None:
         options["call_timeout_s"] = args.call_timeout_s
         options["eval_fraction"] = args.eval_fraction
+        options["reward_funcs"] = tuple(f for f in (args.reward_funcs or "").split(",") if f)
+        options["success_threshold"] = args.success_threshold
+        if args.dataset is None and args.episodes is not None:
+            options |= {"episodes": args.episodes, "episode_seed": args.episode_seed}
     return options
 
 

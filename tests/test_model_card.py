@@ -25,7 +25,9 @@ def test_the_card_trl_writes_names_seal_and_its_paper(tmp_path, suite):
     args = SealConfig(
         output_dir=str(tmp_path / "run"), use_cpu=True, num_generations=2, per_device_train_batch_size=2, report_to=[]
     )
-    trainer = SealTrainer(model, args, suite, suite.select(["multi_turn_base_0"]), tokenizer)
+    trainer = SealTrainer(
+        model, args=args, processing_class=tokenizer, suite=suite, train_tasks=suite.select(["multi_turn_base_0"])
+    )
     trainer.create_model_card(model_name="seal-tiny")
     card = (tmp_path / "run" / "README.md").read_text()
 
@@ -81,11 +83,12 @@ def test_the_cards_a_run_leaves_name_the_base_by_hub_id_and_no_host_path(suite, 
 
 def test_a_publishing_runs_card_quick_start_loads_its_published_policy(suite, tmp_path, monkeypatch):
     from seal_hub.hub import PublishConfig
+    from seal_hub.hub.callback import PublishCallback
     from seal_hub.models import build_tiny_model
 
     monkeypatch.setenv("SEAL_HUB_REGISTRY", str(tmp_path / "registry"))
-    trainer = make_trainer(suite, build_tiny_model(tmp_path / "tiny"), tmp_path, max_steps=1)
-    trainer.publish = PublishConfig(run="alice/card-run", backend="local")
+    publisher = PublishCallback(PublishConfig(run="alice/card-run", backend="local"))
+    trainer = make_trainer(suite, build_tiny_model(tmp_path / "tiny"), tmp_path, max_steps=1, callbacks=[publisher])
     trainer.create_model_card(model_name="card-run")
     card = (Path(trainer.args.output_dir) / "README.md").read_text()
     assert 'pipeline("text-generation", model="alice/card-run-adapter"' in card and "None" not in card

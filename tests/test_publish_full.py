@@ -30,8 +30,18 @@ def full_trainer(suite, tiny_dir, tmp_path):
 
     model, tokenizer = load_policy(PolicyConfig(model_name_or_path=str(tiny_dir), use_peft=False))
     config = SealConfig(**tiny_run_settings(tmp_path))
+    from seal_hub.hub import PublishConfig
+    from seal_hub.hub.callback import PublishCallback
+
     return SealTrainer(
-        model, config, suite, suite.select(TASKS), tokenizer, policy_id="tiny", backend_factory=half_right(suite)
+        model,
+        args=config,
+        processing_class=tokenizer,
+        callbacks=[PublishCallback(PublishConfig(run=RUN, backend="local"))],
+        suite=suite,
+        train_tasks=suite.select(TASKS),
+        policy_id="tiny",
+        backend_factory=half_right(suite),
     )
 
 
@@ -43,14 +53,11 @@ def same_weights(model, weights: dict[str, torch.Tensor]) -> bool:
 @pytest.fixture(scope="module")
 def published(suite, tiny_dir, tmp_path_factory):
     """A 2-step full fine-tune publishing each checkpoint to a local registry (base model: the model's own path)."""
-    from seal_hub.hub import PublishConfig
-
     tmp_path = tmp_path_factory.mktemp("full")
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("SEAL_HUB_REGISTRY", str(tmp_path / "registry"))
         trainer = full_trainer(suite, tiny_dir, tmp_path)
         assert not hasattr(trainer.model, "peft_config")  # the whole model trains
-        trainer.publish = PublishConfig(run=RUN, backend="local")
         trainer.train()
         yield trainer, tmp_path
     # (the registry stays in tmp_path for the tests below, which set SEAL_HUB_REGISTRY again)

@@ -1,6 +1,7 @@
 """A run has one publishing surface: `--publish_run`, `--publish_backend`, `--publish_private` (YAML keys of the same
-names), which become the trainer's `PublishConfig`. transformers' own push of output_dir (`push_to_hub`,
-`hub_model_id`, `hub_private_repo`, `Trainer.push_to_hub()`) is refused in one line naming what to set instead."""
+names), which become the trainer's `PublishCallback` and its `PublishConfig`. transformers' own push of output_dir
+(`push_to_hub`, `hub_model_id`, `hub_private_repo`, `Trainer.push_to_hub()`) is refused in one line naming what to
+set instead."""
 
 from __future__ import annotations
 
@@ -11,7 +12,13 @@ from helpers.recipes import parse
 
 
 def test_publish_private_reaches_publish_config_from_a_flag_and_from_yaml(monkeypatch, tmp_path):
-    from seal_hub.scripts.seal import publish_config
+    from seal_hub.hub.callback import PublishCallback
+    from seal_hub.scripts.seal import publish_callback
+
+    def publish_config(script, model):
+        callback = publish_callback(script, model)
+        assert callback is None or isinstance(callback, PublishCallback)
+        return callback.config if callback is not None else None
 
     flags = ("--output_dir", str(tmp_path), "--publish_run", "alice/run1", "--publish_backend", "hub")
     script, _, model = parse(DEMO_CONFIG, *flags, "--publish_private", "true", monkeypatch=monkeypatch)
@@ -71,5 +78,5 @@ def test_the_trainer_refuses_transformers_push(suite, tmp_path):
     from seal_hub.models import build_tiny_model
 
     trainer = make_trainer(suite, build_tiny_model(tmp_path / "tiny"), tmp_path, max_steps=1)
-    with pytest.raises(ValueError, match="publish=PublishConfig"):
+    with pytest.raises(ValueError, match=r"callbacks=\[PublishCallback\(PublishConfig"):
         trainer.push_to_hub()

@@ -104,7 +104,14 @@ def test_each_config_builds_a_trainer_on_cpu(config, monkeypatch, tmp_path, suit
         suite = load_suite(script.suite)
     tasks = recipe.training_tasks(suite, script)[:2]
     model, tokenizer = load_policy(model_args)
-    trainer = SealTrainer(model, training, suite, tasks, tokenizer, peft_config=lora_config(model_args))
+    trainer = SealTrainer(
+        model,
+        args=training,
+        processing_class=tokenizer,
+        peft_config=lora_config(model_args),
+        suite=suite,
+        train_tasks=tasks,
+    )
     assert trainer.args.num_generations == training.num_generations
     assert (
         (trainer.model.peft_config is not None) == model_args.use_peft
@@ -191,7 +198,8 @@ def test_every_evolution_threshold_is_a_recipe_flag_that_reaches_the_trainer(mon
         flags += [f"--{name}", *([text] if isinstance(text, str) else text)]
     script, training, model_args = parse(LOOP, *flags, monkeypatch=monkeypatch)
     model, tokenizer = load_policy(model_args)
-    trainer = SealTrainer(model, training, suite, recipe_module().training_tasks(suite, script)[:1], tokenizer)
+    tasks = recipe_module().training_tasks(suite, script)[:1]
+    trainer = SealTrainer(model, args=training, processing_class=tokenizer, suite=suite, train_tasks=tasks)
     for name, (_, value) in EVOLVE_FLAGS.items():
         assert getattr(trainer.evolve_config, name) == value, name
     assert trainer.window.config.rho_beta == 0.5

@@ -37,6 +37,7 @@ from seal_hub.hub import (
     resolve_reference,
     run_sources,
 )
+from seal_hub.hub.callback import PublishCallback
 from seal_hub.hub.cards import card_metadata
 from seal_hub.rollout.records import read_trajectories
 from seal_hub.toolcalls import format_tool_calls
@@ -333,16 +334,17 @@ def test_training_evolves_from_a_hub_version_and_load_environment_renders_the_sa
         settings = tiny_run_settings(
             tmp_path, output_dir=str(out), per_device_train_batch_size=2, max_steps=1, learning_rate=1e-3
         )
+        publisher = PublishCallback(PublishConfig(run="bob/evolved", backend="hub", base_model=str(models["base"])))
         trainer = SealTrainer(
             model,
-            SealConfig(**settings),
-            suite,
-            suite.select([TASK]),
-            tokenizer,
+            args=SealConfig(**settings),
+            processing_class=tokenizer,
+            callbacks=[publisher],
+            suite=suite,
+            train_tasks=suite.select([TASK]),
             interface=derive_interface(environment),
             policy_id="tiny",
             backend_factory=half_right(suite, opening=[format_tool_calls([ToolCall("no_such_tool", {})], "hermes")]),
-            publish=PublishConfig(run="bob/evolved", backend="hub", base_model=str(models["base"])),
         )
         assert trainer.window.rho == environment.value.rho != DEFAULT_RHO  # the loop continues from the source's rho
         trainer.train()

@@ -43,8 +43,8 @@ config = SealConfig(
 )
 held_out = held_out_tasks(suite, stratified_split(suite.tasks, seed=0).test, config.eval_tasks)
 trainer = SealTrainer(
-    model, config, suite, suite.select(TASKS), tokenizer, peft_config=lora_config(policy), policy_id="tiny",
-    backend_factory=half_right(suite), held_out_tasks=held_out,
+    model, args=config, processing_class=tokenizer, peft_config=lora_config(policy), suite=suite,
+    train_tasks=suite.select(TASKS), policy_id="tiny", backend_factory=half_right(suite), held_out_tasks=held_out,
 )
 trainer.train()
 """

@@ -269,7 +269,13 @@ def test_single_turn_labels_weight_the_advantages(single, tiny_dir, tmp_path):
         disable_tqdm=True,
     )
     trainer = SealTrainer(
-        model, config, single, [task], tokenizer, peft_config=lora_config(policy), backend_factory=backend
+        model,
+        args=config,
+        processing_class=tokenizer,
+        peft_config=lora_config(policy),
+        suite=single,
+        train_tasks=[task],
+        backend_factory=backend,
     )
     trainer.model.train()
     output = trainer._generate_and_score_completions([{"prompt": task.id}, {"prompt": task.id}])

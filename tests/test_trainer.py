@@ -136,11 +136,11 @@ def test_a_resume_trains_on_the_tasks_an_uninterrupted_run_trains_on(suite, tiny
 
 def test_checkpointed_iterations_are_published_with_their_three_artifacts(suite, tiny_dir, tmp_path, monkeypatch):
     from seal_hub.hub import PublishConfig, get_registry
+    from seal_hub.hub.callback import PublishCallback
 
     monkeypatch.setenv("SEAL_HUB_REGISTRY", str(tmp_path / "registry"))
     publish = PublishConfig(run="demo/tiny-run", backend="local", base_model="org/tiny-base")
-    trainer = make_trainer(suite, tiny_dir, tmp_path)
-    trainer.publish = publish
+    trainer = make_trainer(suite, tiny_dir, tmp_path, callbacks=[PublishCallback(publish)])
     trainer.train()
     registry = get_registry("local")
     tags = lambda repo, kind: [v.tag for v in registry.versions(repo, kind)]  # noqa: E731

@@ -300,7 +300,7 @@ def test_a_reset_that_fails_for_one_row_ends_that_episode_unlabelled_and_the_oth
     [
         ("nan", "returned nan (not a finite number)"),
         ("string", "returned '1.0' (not a finite number)"),
-        ("none", "returned None (not a finite number)"),
+        ("none", None),  # TRL's "not mine": with no other source, the rollout is unscored
         ("raise", "raised ZeroDivisionError: no score"),
     ],
 )
@@ -310,7 +310,8 @@ def test_a_reward_that_is_no_number_scores_0_with_one_line(tmp_path, capsys, kin
     assert end.done and end.reward == 0.0 and trajectory.turns[0].verdict.error_type == REWARD_INVALID
     assert diagnose(trajectory, suite.task("r")).labels == (None,)
     [line] = capsys.readouterr().err.strip().splitlines()
-    assert line == f"seal-hub: environment class BadReward, row 0 (task r): get_reward {said}; reward 0"
+    said = f"get_reward {said}" if said else "no reward source scored it (every one of BadReward returned None)"
+    assert line == f"seal-hub: environment class BadReward, row 0 (task r): {said}; reward 0"
     assert play(bad_suite(tmp_path, "BadReward", [{"id": "ok", "prompt": "Go."}]), "ok", ANSWER)[1][0].reward == 0.5
 
 
@@ -331,10 +332,12 @@ def test_an_unusable_class_is_one_line_naming_it(pantry_data, environment, messa
     assert "\n" not in str(raised.value)
 
 
-def test_a_dataset_row_without_a_prompt_is_one_line_naming_the_row(tmp_path):
+def test_a_row_without_a_prompt_starts_from_an_empty_user_message_as_trl_does_and_a_missing_dataset_is_one_line(
+    tmp_path,
+):
     data = write_jsonl(tmp_path / "rows.jsonl", [{"prompt": "ok"}, {"question": "no prompt"}])
-    with pytest.raises(UserEnvironmentError, match=r"row 1: no 'prompt' column \(columns: question\)"):
-        resolve_suite(environment=PANTRY, dataset=str(data))
+    suite = resolve_suite(environment=PANTRY, dataset=str(data))  # TRL 1.16: reset's text is then the prompt
+    assert [(m.role, m.content) for m in suite.task("1").messages] == [("user", "")]
     with pytest.raises(SuiteError, match="needs dataset"):
         resolve_suite(environment=PANTRY)
 

@@ -193,10 +193,10 @@ def test_the_trainer_in_server_mode_generates_through_the_server_after_streaming
         )
         trainer = SealTrainer(
             policy_model,
-            config,
-            suite,
-            suite.select(TASKS),
-            tokenizer,
+            args=config,
+            processing_class=tokenizer,
+            suite=suite,
+            train_tasks=suite.select(TASKS),
             peft_config=lora_config(policy),
             policy_id="tiny",
             held_out_tasks=suite.select(["multi_turn_base_2"]),

@@ -140,14 +140,20 @@ class UserEnvironmentRecord(_Frozen):
     hash, its tools' schemas, its dataset at a revision and how its episodes ran; `UserSuite.from_record` builds the
     same suite back, warning in one line when the class's source hash changed."""
 
-    class_path: str = Field(min_length=3)  # 'package.module:Class'
+    class_path: str = Field(min_length=3)  # 'package.module:ATTR' (a class, a factory function or a dict of them)
     source_sha256: str = ""  # sha256 of inspect.getsource of the class's module ('' when it has no source)
     tools: tuple[dict[str, Any], ...] = ()
-    dataset: str = Field(min_length=1)  # a datasets repo id or the path given
+    dataset: str | None = Field(default=None, min_length=1)  # a datasets repo id or the path given; None: see below
     dataset_revision: str | None = None
     eval_fraction: float = Field(default=0.2, gt=0.0, lt=1.0)
     call_timeout_s: float = Field(default=30.0, gt=0.0)
     max_result_chars: int = Field(default=8000, ge=100)
+    # added with TRL's whole contract (left out of the snapshot's hash while unset: `_LATER_FIELDS`)
+    reward_funcs: tuple[str, ...] = ()  # 'package.module:function' of each reward function
+    success_threshold: float | None = None  # the reward at or above which an episode passed (unset: 1.0)
+    episodes: int | None = None  # a dataset-free environment: its held-out episodes (seeds from episode_seed)
+    episode_seed: int = 0
+    importable: bool = True  # False: a setup given in Python that cannot be imported by name
 
 
 # fields added after the first published versions: left out of the content hash while unset, so those versions
@@ -155,6 +161,11 @@ class UserEnvironmentRecord(_Frozen):
 _LATER_FIELDS: tuple[tuple[tuple[str, ...], Any], ...] = (
     (("schema_cues", "default_values"), False),
     (("recovery_feedback", "exception_hints"), {}),
+    (("user_environment", "reward_funcs"), []),
+    (("user_environment", "success_threshold"), None),
+    (("user_environment", "episodes"), None),
+    (("user_environment", "episode_seed"), 0),
+    (("user_environment", "importable"), True),
     (("user_environment",), None),
 )
 
@@ -227,8 +238,8 @@ class InterfaceSnapshot(_Frozen):
             *parents, name = path
             node = content
             for part in parents:
-                node = node[part]
-            if node.get(name) == unset:
+                node = node.get(part) if isinstance(node, dict) else None
+            if isinstance(node, dict) and name in node and node[name] == unset:
                 del node[name]
         return content
 

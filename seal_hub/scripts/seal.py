@@ -15,9 +15,13 @@ with the package (`seal_hub/scripts/configs/demo_cpu.yaml`, its one copy; flags 
 
 `--suite bfcl-single` trains on BFCL single-turn instead (one checked answer per question; its training half of
 the shipped half/half split, the other half held out); each suite says whether it can train (`not_trainable`).
-`--environment my_package.module:MyEnv --dataset tasks.jsonl` trains on your own environment: a class in TRL's
-`environment_factory` form (its public methods are the tools; `reset(**row)`, `get_reward()`) with its dataset
-(docs/environments.md); YAML keys `environment:`, `dataset:`, `dataset_revision:`.
+`--environment my_package.module:MyEnv --dataset tasks.jsonl` trains on your own environment: TRL 1.16's
+`environment_factory` (a class, a zero-argument function, or a dict of them routed by the rows' `environment`
+column; public methods are the tools, `reset(**row)`, an optional `get_reward()`) with its dataset, and
+`--reward_funcs my_package.rewards:score[,...]` TRL's reward functions (docs/environments.md); YAML keys
+`environment:`, `dataset:`, `dataset_revision:`, `reward_funcs:`. Without `--dataset`, `reset` makes the prompt:
+`max_steps` bounds training and `eval_tasks` seeded episodes are held out. `--success_threshold` says which
+reward passes (unset: 1.0).
 
 Ablations of the paper, same recipe and budget: `--env_adaptation false`, `--reweighting false`,
 `--closed_loop false`; all three false is vanilla GRPO. `--sft_warmup_steps N` first fits the training
@@ -64,6 +68,7 @@ from seal_hub.envs.splits import Split, SplitError
 from seal_hub.envs.suite import Suite, SuiteError, in_turn
 from seal_hub.envs.user.spec import DEFAULT_CALL_TIMEOUT_S, DEFAULT_EVAL_FRACTION
 from seal_hub.hub import HubError, PublishConfig
+from seal_hub.hub.callback import PublishCallback
 from seal_hub.hub.sources import SourceError, attach_policy, check_base_model, derive_interface, run_sources
 from seal_hub.interface import InterfaceError
 from seal_hub.kill_points import kill_point
@@ -113,6 +118,13 @@ class SealScriptArguments:
         },
     )
     dataset_revision: str | None = field(default=None, metadata={"help": "The dataset repo's revision."})
+    reward_funcs: list[str] | None = field(
+        default=None,
+        metadata={
+            "help": "The environment's reward functions, TRL's form ('package.module:function', comma-separated or a "
+            "YAML list), called as GRPOTrainer calls them; summed with get_reward (reward_weights weigh them)."
+        },
+    )
     eval_fraction: float = field(
         default=DEFAULT_EVAL_FRACTION,
         metadata={"help": "Share of every category held out when the environment's dataset names no split."},
@@ -212,13 +224,17 @@ class SealScriptArguments:
     )
 
     def __post_init__(self) -> None:
+        if isinstance(self.reward_funcs, str):
+            self.reward_funcs = [self.reward_funcs]
+        self.reward_funcs = [f for given in self.reward_funcs or () for f in given.split(",") if f] or None
         if self.environment is None and self.dataset is None:
+            if self.reward_funcs:
+                raise ValueError("reward_funcs needs environment: the factory whose rollouts they score")
             require_trainable(self.suite)  # a suite that cannot train: one line that says why, names those that can
             self._check_publishing()
             return
-        if self.environment is None or self.dataset is None:
-            given, missing = ("dataset", "environment") if self.environment is None else ("environment", "dataset")
-            raise ValueError(f"{given} needs {missing}: a user environment is its class and its dataset")
+        if self.environment is None:
+            raise ValueError("dataset needs environment: a user environment is its factory and its dataset")
         self._check_publishing()
 
     def _check_publishing(self) -> None:
@@ -227,32 +243,49 @@ class SealScriptArguments:
         if self.publish_private and self.publish_backend == "local":
             raise ValueError("publish_private applies to the Hub only: set publish_backend hub (or auto), or drop it")
 
-    def resolve_suite(self) -> Suite:
-        """The suite this run trains on: the user environment, else the built-in suite (`resolve_suite`)."""
+    def resolve_suite(self, config: SealConfig | None = None) -> Suite:
+        """The suite this run trains on: the user environment, else the built-in suite (`resolve_suite`). A user
+        environment without a dataset is dataset-free: `config.max_steps` steps of fresh seeded episodes to train
+        on, `config.eval_tasks` held out (seed: `config.seed`)."""
+        if self.environment is None:
+            return resolve_suite(self.suite)
+        options = {
+            "eval_fraction": self.eval_fraction,
+            "call_timeout_s": self.call_timeout_s,
+            "reward_funcs": tuple(self.reward_funcs or ()),
+            "success_threshold": config.success_threshold if config is not None else None,
+        }
+        if self.dataset is None:
+            if config is None or config.max_steps <= 0:
+                raise SuiteError(
+                    f"environment {self.environment} without dataset: reset makes the prompt, so set max_steps > 0 "
+                    "(it bounds training, as in TRL)"
+                )
+            per_step = config.generation_batch_size // config.num_generations
+            options |= {"episodes": config.eval_tasks, "train_episodes": config.max_steps * per_step}
+            options["episode_seed"] = config.seed
         return resolve_suite(
             self.suite,
             environment=self.environment,
             dataset=self.dataset,
             dataset_revision=self.dataset_revision,
-            **(
-                {"eval_fraction": self.eval_fraction, "call_timeout_s": self.call_timeout_s}
-                if self.environment is not None
-                else {}
-            ),
+            **options,
         )
 
 
-def publish_config(script_args: SealScriptArguments, model_args: PolicyConfig) -> PublishConfig | None:
-    """Where the run publishes (`--publish_run`, `--publish_backend`, `--publish_private`; the cards name
+def publish_callback(script_args: SealScriptArguments, model_args: PolicyConfig) -> PublishCallback | None:
+    """The callback that publishes the run (`--publish_run`, `--publish_backend`, `--publish_private`; the cards name
     `model_name_or_path` as the base model), or None: publish nothing. The one publishing surface of a run:
     `SealConfig` refuses transformers' `push_to_hub` / `hub_model_id` / `hub_private_repo`."""
     if not script_args.publish_run:
         return None
-    return PublishConfig(
-        run=script_args.publish_run,
-        backend=script_args.publish_backend,
-        private=script_args.publish_private,
-        base_model=model_args.model_name_or_path,
+    return PublishCallback(
+        PublishConfig(
+            run=script_args.publish_run,
+            backend=script_args.publish_backend,
+            private=script_args.publish_private,
+            base_model=model_args.model_name_or_path,
+        )
     )
 
 
@@ -324,7 +357,7 @@ def use_cpu_cores() -> None:
 
 def main(script_args: SealScriptArguments, training_args: SealConfig, model_args: PolicyConfig) -> None:
     use_cpu_cores()
-    suite = script_args.resolve_suite()
+    suite = script_args.resolve_suite(training_args)
     tasks = training_tasks(suite, script_args)
     check_enough_tasks(len(tasks), training_args)
     if script_args.sft_warmup_steps:
@@ -357,16 +390,17 @@ def main(script_args: SealScriptArguments, training_args: SealConfig, model_args
             out = stage_dir(training_args.output_dir, "warmup")
             merge = bool(training_args.merge_lora_for_generation)
             evaluate_stage(plan, model, tokenizer, out, warm | base_record, None, merge)
+    publisher = publish_callback(script_args, model_args)
     trainer = SealTrainer(
         model,
-        training_args,
-        suite,
-        tasks,
-        tokenizer,
+        args=training_args,
+        processing_class=tokenizer,
+        callbacks=[publisher] if publisher is not None else None,
         peft_config=peft_config,
+        suite=suite,
+        train_tasks=tasks,
         interface=derive_interface(environment) if environment is not None else None,
         policy_id=model_args.model_name_or_path,
-        publish=publish_config(script_args, model_args),
         held_out_tasks=held_out_tasks(
             suite, task_split(suite, script_args).test, training_args.eval_tasks, script_args.categories
         )

@@ -114,6 +114,13 @@ class SealConfig(GRPOConfig, EvolveSettings):
             "several processes run FSDP, or DeepSpeed ZeRO-3 with ds3_gather_for_generation=False."
         },
     )
+    success_threshold: float | None = field(
+        default=None,
+        metadata={
+            "help": "A user environment's reward at or above which an episode passed (SEAL's labels, success rate); "
+            "unset: 1.0, right for 0/1 rewards (a reward seen that is neither 0 nor 1 is then said once)."
+        },
+    )
     restore_callback_states_from_checkpoint: bool = field(
         default=True,
         metadata={

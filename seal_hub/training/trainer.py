@@ -1,6 +1,20 @@
 """SEAL on TRL: a `GRPOTrainer` whose rollouts come from the multi-turn engine and whose advantages the
 diagnosis reweights, with the learning interface evolving as training goes.
 
+`SealTrainer` takes `GRPOTrainer`'s arguments (TRL 1.16), in its order and meaning: `model` (a model id or object),
+`reward_funcs`, `args` (a `SealConfig`, which is a `GRPOConfig`), `train_dataset`, `eval_dataset`,
+`processing_class`, `reward_processing_classes`, `callbacks`, `optimizers`, `quantization_config`, `peft_config`,
+`tools`, `rollout_func`, `environment_factory`; a GRPO script whose only changes are `GRPOTrainer -> SealTrainer`
+and `GRPOConfig -> SealConfig` trains with SEAL (its environment, reward functions, tools and datasets become a
+suite through `seal_hub.envs.user.trl_setup.user_suite_from_trl`; `eval_dataset`'s rows are the held-out tasks).
+After them come SEAL's own keywords: a built-in suite by name or object (`suite=`, with `train_tasks` and
+`held_out_tasks`), a starting `interface`, `policy_id`, `backend_factory`, `held_out_at_end`. Refused in one line
+that says why: `rollout_func` (SEAL runs the episodes itself: a rollout function would hide the turns it labels),
+reward models and `reward_processing_classes` (SEAL scores each rollout as its episode ends, with functions),
+`multi_objective_aggregation: normalize_then_sum` (the sources are summed per rollout), TRL's own evaluation loop
+(`eval_strategy` other than "no": SEAL's held-out evaluation is `eval_every_steps`), an `args` that is a plain
+`GRPOConfig`. Publishing is a callback (`seal_hub.hub.callback.PublishCallback`), given in `callbacks`.
+
 Any trainable suite (`Suite.not_trainable` is None: BFCL multi-turn, BFCL single-turn) goes through the same loop:
 its episodes come from the suite, its turns are labelled by its own rules (`Suite.diagnose`), and the interface's
 recovery hints evolve only where its tools can fail (`Suite.tool_errors`).
@@ -35,9 +49,9 @@ vLLM (`use_vllm`, GPUs): TRL builds its engine and syncs its weights before each
 held-out evaluation); the rollout engine generates through it, colocated in this process (`VLLMBackend`) or, with
 `vllm_mode: server`, on a `vllm serve` elsewhere that every rank reaches over HTTP (`VLLMServerBackend`).
 
-Publishing: with `publish`, every checkpointed iteration's three artifacts go to the registry (`seal_hub.hub`),
-catching up on any a crash left unpublished; their cards name the published sources the run recorded in
-``sources.json`` (`seal_hub.hub.sources.run_sources`).
+Publishing: with a `PublishCallback` among `callbacks`, every checkpointed iteration's three artifacts go to the
+registry (`seal_hub.hub`), catching up on any a crash left unpublished; their cards name the published sources the
+run recorded in ``sources.json`` (`seal_hub.hub.sources.run_sources`).
 
 Resuming: `train(resume_from_checkpoint=...)` restores SEAL's state from the last complete checkpoint, through
 transformers' stateful callbacks (`loop_state.py`: the state sits in the checkpoint's `trainer_state.json`; publishing
@@ -57,7 +71,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import pyarrow.parquet as pq
 import torch
 from accelerate.utils import gather_object
 from datasets import Dataset
@@ -69,9 +82,10 @@ from trl.models import unwrap_model_for_generation
 
 from seal_hub.console import acknowledge_rollout_func
 from seal_hub.diagnosis import FailureProfile, Label
-from seal_hub.envs.builtin import require_trainable
+from seal_hub.envs.builtin import load_suite, require_trainable
 from seal_hub.envs.episode import EpisodeSettings
 from seal_hub.envs.suite import Suite, SuiteTask
+from seal_hub.hub.callback import PublishCallback, publish_callback
 from seal_hub.interface import InterfaceSnapshot
 from seal_hub.interface.evolve import evolve, evolve_config_for, starting_interface
 from seal_hub.interface.rho import RhoWindow
@@ -81,15 +95,12 @@ from seal_hub.models.end_tokens import end_token_ids
 from seal_hub.models.merged import merged_lora
 from seal_hub.rollout import GenerationBackend, PolicyInfo, RolloutConfig, RolloutEngine, SamplingConfig
 from seal_hub.rollout.hf_backend import build_hf_backend
-from seal_hub.rollout.records import read_trajectories
 from seal_hub.rollout.synced import SyncedSteps, needs_synced_generation
 from seal_hub.run_records import (
-    iteration_dir,
     iteration_metrics,
     last_checkpoint,
     load_state,
     prune_after,
-    read_metrics,
     write_iteration,
     write_run_config,
 )
@@ -100,9 +111,10 @@ from seal_hub.training.loop_state import LoopStateBinder, SealLoopState, export_
 from seal_hub.training.sampler import EpochRepeatSampler, SamplerEpoch
 from seal_hub.training.shared_prompt import shared_prompt_logps, shares_prompts, whole_groups
 from seal_hub.training.task_sampler import TaskSampler
+from seal_hub.training.trl_args import model_name, refuse_unsupported, trl_suite
 
 if TYPE_CHECKING:
-    from seal_hub.hub import PublishConfig
+    from seal_hub.hub.artifacts import PublishConfig
 
 # what a checkpoint holds besides the model that `save_model` writes: the state a resume needs
 TRAINING_STATE_FILES = ("optimizer.pt", "scheduler.pt", "scaler.pt", "trainer_state.json")
@@ -127,17 +139,6 @@ class _EpochWindow(TrainerCallback):
         if epoch != self.trainer.window_epoch:
             self.trainer.window.reset()
             self.trainer.window_epoch = epoch
-
-
-class _PublishOnSave(TrainerCallback):
-    """After each checkpoint (its trainer state, with SEAL's, written): publish what is still unpublished."""
-
-    def __init__(self, trainer: SealTrainer) -> None:
-        self.trainer = trainer
-
-    def on_save(self, args, state, control, **kwargs):
-        if args.should_save:
-            self.trainer.publish_pending()
 
 
 class _HeldOutEval(TrainerCallback):
@@ -173,33 +174,58 @@ class SealTrainer(GRPOTrainer):
 
     def __init__(
         self,
-        model,
-        args: SealConfig,
-        suite: Suite,
-        train_tasks: list[SuiteTask],
-        processing_class,
-        peft_config=None,
-        interface: InterfaceSnapshot | None = None,
-        policy_id: str = "policy",
+        model: Any,
+        reward_funcs: Any = None,
+        args: SealConfig | None = None,
+        train_dataset: Any = None,
+        eval_dataset: Any = None,
+        processing_class: Any = None,
+        reward_processing_classes: Any = None,
         callbacks: list | None = None,
+        optimizers: tuple[Any, Any] = (None, None),
+        quantization_config: Any = None,
+        peft_config: Any = None,
+        tools: list[Callable[..., Any]] | None = None,
+        rollout_func: Callable[..., Any] | None = None,
+        environment_factory: Any = None,
+        *,
+        suite: Suite | str | None = None,
+        train_tasks: Sequence[SuiteTask] | None = None,
+        held_out_tasks: Sequence[SuiteTask] | None = None,
+        interface: InterfaceSnapshot | None = None,
+        policy_id: str | None = None,
         backend_factory: Callable[[Any, Any, int], GenerationBackend] | None = None,
-        publish: PublishConfig | None = None,
-        held_out_tasks: list[SuiteTask] | None = None,
         held_out_at_end: bool = True,
     ) -> None:
+        args = args if args is not None else SealConfig(f"{model_name(model)}-SEAL")
+        refuse_unsupported(args, rollout_func, reward_processing_classes)
+        if suite is None:
+            trl = (reward_funcs, train_dataset, eval_dataset, tools, environment_factory)
+            suite, train_tasks, held_out_tasks = trl_suite(args, *trl, train_tasks, held_out_tasks)
+        else:
+            if any(x is not None for x in (reward_funcs, environment_factory, tools, train_dataset, eval_dataset)):
+                raise ValueError(
+                    "suite= is a built-in suite with its own tasks and verifier: give it without reward_funcs, "
+                    "environment_factory, tools or datasets (or give those without suite=)"
+                )
+            suite = load_suite(suite) if isinstance(suite, str) else suite
+            if train_tasks is None:
+                train_tasks = suite.select(suite.split_ids("train"))
         require_trainable(suite)  # a suite that cannot train says why, in one line
         if not train_tasks:
             raise ValueError(f"train_tasks is empty: give the {suite.name} tasks to train on")
         if args.eval_every_steps and not held_out_tasks:
             raise ValueError(
-                "eval_every_steps > 0 needs held_out_tasks (seal_hub.training.held_out.held_out_tasks of the test "
-                "split)"
+                "eval_every_steps > 0 needs held-out tasks: give eval_dataset (TRL's form) or held_out_tasks "
+                "(seal_hub.training.held_out.held_out_tasks of the test split)"
             )
+        policy_id = policy_id or (model if isinstance(model, str) else model_name(model))
+        publisher = publish_callback(callbacks)
         self.held_out_tasks = list(held_out_tasks or [])
         self.held_out_at_end = held_out_at_end  # False: the last step's held-out evaluation is the caller's
         self.suite = suite
         self.policy_id = policy_id
-        self.publish = publish
+        self.publisher: PublishCallback | None = publisher
         self.backend_factory = backend_factory or self._default_backend
         defaults = suite.schema_defaults  # a user environment's schemas carry defaults
         self.interface = interface or starting_interface(
@@ -237,18 +263,22 @@ class SealTrainer(GRPOTrainer):
             args=args,
             train_dataset=dataset,
             processing_class=processing_class,
-            peft_config=peft_config,
-            rollout_func=self._rollout,
             callbacks=[
-                *(callbacks or []),
+                *(c for c in callbacks or [] if c is not publisher),
                 SealLoopState(self),
                 LoopStateBinder(self),
                 _EpochWindow(self),
-                _PublishOnSave(self),
+                *([publisher] if publisher is not None else []),
                 _HeldOutEval(self),
                 self._sampler_epoch,
             ],
+            optimizers=optimizers,
+            quantization_config=quantization_config,
+            peft_config=peft_config,
+            rollout_func=self._rollout,
         )
+        if publisher is not None:
+            publisher.bind(self)
         sharding, processes = DistributedBackend(self.accelerator), self.accelerator.num_processes
         synced = args.synced_generation
         if synced is None:
@@ -322,6 +352,7 @@ class SealTrainer(GRPOTrainer):
         args: SealConfig = self.args
         step = self.state.global_step
         interface = self.interface
+        self._bind_reward_context()
         with self._generation_model() as model:
             backend = self.backend_factory(model, self.processing_class, step)
             engine = RolloutEngine(
@@ -365,6 +396,15 @@ class SealTrainer(GRPOTrainer):
             ],
             "seal_reward": [t.reward for t in trajectories],
         }
+
+    def _bind_reward_context(self) -> None:
+        """What a user's reward functions receive from the trainer, as TRL passes it: this run's `trainer_state`,
+        `log_metric` onto the training log, and the tokenizer behind `completion_ids`."""
+        context = getattr(self.suite, "reward_context", None)  # a user setup's (seal_hub.envs.user.rewards)
+        if context is not None:
+            context.trainer_state = self.state
+            context.log_metric = self._log_metric
+            context.tokenizer = getattr(self.processing_class, "tokenizer", self.processing_class)
 
     def _rollout_config(self, step: int) -> RolloutConfig:
         args: SealConfig = self.args
@@ -558,50 +598,15 @@ class SealTrainer(GRPOTrainer):
         """Continue from a checkpoint's loop state (`seal_state`'s data)."""
         import_loop_state(self, state)
 
+    @property
+    def publish(self) -> PublishConfig | None:
+        """Where the run publishes: the `PublishCallback`'s config, None without one."""
+        return self.publisher.config if self.publisher is not None else None
+
     def publish_pending(self) -> list[int]:
-        """Publish every checkpointed iteration not yet in the registry (idempotent; catches up after a crash).
-
-        Each iteration's three artifacts: its rollouts and diagnoses, the environment version it trained against
-        (and any unpublished ancestors), and the policy its checkpoint holds: the adapter of a LoRA run, the whole
-        model of a full fine-tune (`seal_hub.hub.policy`; the base it names: `PublishConfig.base_model`, else the
-        model's own ``name_or_path``).
-        """
-        if self.publish is None or not self.accelerator.is_main_process:
-            return []
-        from seal_hub.hub import iteration_tag, publish_interface, publish_iteration
-        from seal_hub.hub.sources import RunSources
-
-        registry, repos = self.publish.registry(), self.publish.repos
-        sources = RunSources.read(self.args.output_dir).all()  # what the run started from, named on every card
-        done = (
-            {v.tag for v in registry.versions(repos.adapter, "model")}
-            if registry.repo_exists(repos.adapter, "model")
-            else set()
-        )
-        published = []
-        for metrics in read_metrics(self.args.output_dir):
-            step = metrics["step"]
-            checkpoint = Path(self.args.output_dir) / f"checkpoint-{step}"
-            if step > self.state.global_step or iteration_tag(step) in done or not checkpoint.is_dir():
-                continue
-            snapshot = self.store.get(metrics["interface_version"])
-            for ancestor in self.store.lineage(snapshot)[:-1]:
-                publish_interface(repos.environment, ancestor, registry=registry, sources=sources)
-            folder = iteration_dir(self.args.output_dir, step)
-            publish_iteration(  # only the checkpoint's policy files go (no optimizer state, no training_args.bin)
-                repos,
-                step,
-                trajectories=read_trajectories(folder / "trajectories.parquet"),
-                diagnoses=pq.read_table(folder / "diagnoses.parquet").to_pylist(),
-                snapshot=snapshot,
-                teaching=metrics.get("task_sampler"),
-                adapter_dir=checkpoint,
-                base_model=self._base_model(),
-                registry=registry,
-                sources=sources,
-            )
-            published.append(step)
-        return published
+        """Publish every checkpointed iteration not yet in the registry (`PublishCallback.publish_pending`; nothing
+        without a `PublishCallback`)."""
+        return self.publisher.publish_pending() if self.publisher is not None else []
 
     def train(self, resume_from_checkpoint: str | bool | None = None, **kwargs):
         kill_point("startup")
@@ -653,10 +658,11 @@ class SealTrainer(GRPOTrainer):
 
     def push_to_hub(self, *args, **kwargs):
         """Refused: transformers' push of output_dir would publish an unversioned copy under another name; a SEAL
-        run publishes its three artifacts per checkpoint (`publish=PublishConfig(...)`, `publish_pending`)."""
+        run publishes its three artifacts per checkpoint (`callbacks=[PublishCallback(PublishConfig(...))]`)."""
         raise ValueError(
             "SealTrainer.push_to_hub: seal_hub does not use transformers' push of output_dir; give the trainer "
-            "publish=PublishConfig(run='namespace/name', backend='hub') (seal-hub train --publish_run) instead"
+            "callbacks=[PublishCallback(PublishConfig(run='namespace/name', backend='hub'))] (seal-hub train "
+            "--publish_run) instead"
         )
 
     def create_model_card(self, *args, **kwargs) -> None:
@@ -670,9 +676,9 @@ class SealTrainer(GRPOTrainer):
             from seal_hub.hub.cards import correct_training_card
 
             policy = self.publish.repos.adapter if self.publish is not None else None
-            correct_training_card(folder, self._base_model(), policy)
+            correct_training_card(folder, self.base_model_name(), policy)
 
-    def _base_model(self) -> str | None:
+    def base_model_name(self) -> str | None:
         """What the policy was trained from, as its cards name it: `PublishConfig.base_model`, else the model's own
         ``name_or_path``."""
         named = self.publish.base_model if self.publish is not None else None

@@ -45,9 +45,9 @@ def tiny_policy(tiny_dir):
     )
 
 
-def make_trainer(suite, tiny_dir, tmp_path, backend=None, tasks: list[str] = TASKS, **overrides):
+def make_trainer(suite, tiny_dir, tmp_path, backend=None, tasks: list[str] = TASKS, callbacks=None, **overrides):
     """A `SealTrainer` on `tasks` with `tiny_run_settings` (and `overrides`); `backend`: a backend factory
-    (default `half_right`)."""
+    (default `half_right`); `callbacks`: the trainer's (a `PublishCallback` publishes)."""
     from seal_hub.models import load_policy, lora_config
     from seal_hub.training import SealConfig, SealTrainer
 
@@ -56,10 +56,11 @@ def make_trainer(suite, tiny_dir, tmp_path, backend=None, tasks: list[str] = TAS
     settings = tiny_run_settings(tmp_path, **overrides)
     return SealTrainer(
         model,
-        SealConfig(**settings),
-        suite,
-        suite.select(tasks),
-        tokenizer,
+        args=SealConfig(**settings),
+        processing_class=tokenizer,
+        callbacks=callbacks,
+        suite=suite,
+        train_tasks=suite.select(tasks),
         peft_config=lora_config(policy),
         policy_id="tiny",
         backend_factory=backend or half_right(suite),

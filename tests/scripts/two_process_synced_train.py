@@ -57,7 +57,9 @@ args = SealConfig(
     synced_generation=synced,
 )
 tasks = suite.select(["multi_turn_base_1", "multi_turn_base_5"])  # 4 user turns each: 3 steps fit
-trainer = SealTrainer(model, args, suite, tasks, tokenizer, peft_config=lora_config(policy))
+trainer = SealTrainer(
+    model, args=args, processing_class=tokenizer, peft_config=lora_config(policy), suite=suite, train_tasks=tasks
+)
 trainer.train()
 report = {
     "rank": trainer.accelerator.process_index,

@@ -62,7 +62,15 @@ if dynamic:
     tasks = suite.select([f"multi_turn_base_{i}" for i in range(8)])
     outcomes = {"multi_turn_base_0": "pass", "multi_turn_base_1": "fail", "multi_turn_base_4": "fail"}
     factory = outcome_backend(suite, outcomes)
-trainer = SealTrainer(model, args, suite, tasks, tokenizer, peft_config=lora_config(policy), backend_factory=factory)
+trainer = SealTrainer(
+    model,
+    args=args,
+    processing_class=tokenizer,
+    peft_config=lora_config(policy),
+    suite=suite,
+    train_tasks=tasks,
+    backend_factory=factory,
+)
 slots = []  # per step: this rank's slots as TRL received them (task id, trained or masked)
 rollout = trainer.rollout_func
 

@@ -5,9 +5,13 @@ its prints captured, its result turned into text for the model.
 its value or its exception (any `Exception`; a `BaseException` such as `SystemExit` too, so a tool cannot end the
 run). A call still running at the limit is abandoned: Python cannot kill a thread, so a hung call keeps its thread
 (a daemon: it never holds up the process's exit) and whatever it holds; the episode that made it ends there
-(`seal_hub.envs.user.episode`) and never touches that instance again. What the call prints to stdout while it runs
-is captured (`CallOutcome.printed`), not written over the command's own output; prints of a call that was abandoned
-and goes on printing later are not captured.
+(`seal_hub.envs.user.episode`) and never touches that instance again. An async call (a coroutine function, or any
+call that returns an awaitable: TRL 1.16 accepts async tools, `get_reward` and reward functions) is awaited on one
+event loop that runs in its own daemon thread for the whole process (`event_loop`), as TRL runs its async tools on
+one loop: a client made by one call (an async HTTP session) is still usable by the next. The time limit covers the
+call and its awaiting together; an awaitable still pending at the limit is cancelled. What the call prints to stdout
+while it runs (its synchronous part) is captured (`CallOutcome.printed`), not written over the command's own
+output; prints of a call that was abandoned and goes on printing later are not captured.
 
 `as_text` is what the model sees of a tool's return value: a string as it is, None as an empty result, anything
 JSON can write as JSON, anything else as `str()`; longer than `max_chars`, it is cut with a marker that says how
@@ -18,10 +22,13 @@ Not covered: which calls are made (`seal_hub.envs.user.episode`).
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 import io
 import json
 import sys
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -65,10 +72,50 @@ class _StdoutRouter(io.TextIOBase):
 
 
 _lock = threading.Lock()
+_loop: asyncio.AbstractEventLoop | None = None
+
+
+def event_loop() -> asyncio.AbstractEventLoop:
+    """The process's one event loop for async calls, started on first use in a daemon thread."""
+    global _loop
+    with _lock:
+        if _loop is None or _loop.is_closed():
+            loop = asyncio.new_event_loop()
+            ready = threading.Event()
+
+            def serve() -> None:
+                asyncio.set_event_loop(loop)
+                loop.call_soon(ready.set)
+                loop.run_forever()
+
+            threading.Thread(target=serve, name="seal-hub-async-calls", daemon=True).start()
+            ready.wait()
+            _loop = loop
+        return _loop
+
+
+async def _awaited(awaitable: Any) -> Any:
+    return await awaitable
+
+
+def _await_limited(awaitable: Any, timeout_s: float, printed: str) -> CallOutcome:
+    """The value of `awaitable`, run on `event_loop()` and waited on for `timeout_s` (cancelled past it)."""
+    future = asyncio.run_coroutine_threadsafe(_awaited(awaitable), event_loop())
+    try:
+        return CallOutcome(future.result(max(timeout_s, 0.0)), printed=printed)
+    except TimeoutError as exc:
+        if future.done():  # the coroutine itself raised TimeoutError
+            return CallOutcome(error=exc, printed=printed)
+        future.cancel()
+        return CallOutcome(timed_out=True, printed=printed)
+    except BaseException as exc:  # noqa: BLE001 -- the coroutine's own failure, as a sync call's
+        return CallOutcome(error=exc, printed=printed)
 
 
 def run_limited(function: Callable[..., Any], kwargs: dict[str, Any], timeout_s: float) -> CallOutcome:
-    """`function(**kwargs)` in a worker thread, waited on for `timeout_s` seconds (module docstring)."""
+    """`function(**kwargs)` in a worker thread, waited on for `timeout_s` seconds; an awaitable it returns is
+    awaited on the shared event loop within what is left of the limit (module docstring)."""
+    started = time.monotonic()
     result: dict[str, Any] = {}
     buffer = io.StringIO()
     with _lock:
@@ -94,7 +141,10 @@ def run_limited(function: Callable[..., Any], kwargs: dict[str, Any], timeout_s:
     if thread.is_alive():
         return CallOutcome(timed_out=True, printed=buffer.getvalue())
     router.buffers.pop(thread.ident or 0, None)
-    return CallOutcome(result.get("value"), result.get("error"), False, buffer.getvalue())
+    value = result.get("value")
+    if "error" not in result and inspect.isawaitable(value):
+        return _await_limited(value, timeout_s - (time.monotonic() - started), buffer.getvalue())
+    return CallOutcome(value, result.get("error"), False, buffer.getvalue())
 
 
 def truncate(text: str, max_chars: int) -> str:

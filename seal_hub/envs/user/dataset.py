@@ -21,6 +21,19 @@ The held-out split is named or made, and never trained on: a `split` column, or 
 fraction of every category (`eval_fraction`, 20% by default, at least one task of a category with two) is held
 out. `all` is every row; a category is its rows.
 
+Rows given in Python (`seal_hub.envs.user.trl_setup`: TRL's `train_dataset` and `eval_dataset`, `datasets.Dataset`
+objects) become tasks the same way (`tasks_from_rows`): the train rows named `train`, the eval rows `test` (ids
+without an `id` column: the index, and `eval-<index>` for eval rows). With an environment factory a row needs no
+`prompt` (TRL then starts from one empty user message and `reset`'s text), and with a dict of factories its
+`environment` column names its factory (not passed to `reset`, as TRL does).
+
+No dataset at all (`generated_tasks`: `reset` makes the prompt, TRL's dataset-free mode): the tasks are numbered
+episodes, each reset from TRL's placeholder row (`{"prompt": [{"role": "user", "content": ""}]}`) with Python's
+`random` (and numpy's, when loaded) seeded from the task's seed for the factory and `reset` calls, the generator's
+state put back after: `episode-<i>` train (seed `episode_seed + i`), `held-out-<j>` held out (seed
+`episode_seed + 1_000_000 + j`), never the same seeds. A published version records `episodes` and `episode_seed`,
+so `seal-hub eval` replays the same held-out episodes wherever `reset` draws from those generators.
+
 Not covered: what reset does with a row (the user's class), the episode (`seal_hub.envs.user.episode`).
 """
 
@@ -39,7 +52,11 @@ from seal_hub.envs.user.spec import EnvironmentSpec
 
 DEFAULT_CATEGORY = "default"
 TRAIN = "train"
+TEST = "test"
+HELD_OUT_SEED_OFFSET = 1_000_000  # held-out episodes' seeds start here above episode_seed: never a train episode's
+PLACEHOLDER_PROMPT = ({"role": "user", "content": ""},)  # TRL's prompt of a row without one
 REFERENCE = "reference_calls"
+ENVIRONMENT = "environment"  # a row's choice among a dict of environment factories (TRL's column)
 
 Reference = tuple[tuple[ToolCall, ...], ...]  # per step, the calls made in it
 
@@ -56,6 +73,8 @@ class UserTask:
     split: str | None = None  # the split the dataset names for it (None: the split is made)
     expects_call: bool = True
     reference: Reference | None = None  # the answer key's steps (`reference_calls`), None where the row has none
+    environment: str | None = None  # a dict factory's name (the row's `environment` column)
+    seed: int | None = None  # a dataset-free episode's seed (`generated_tasks`)
 
 
 def _call(value: Any, where: str) -> ToolCall:
@@ -140,6 +159,8 @@ def _text(content: Any) -> str:
 
 def prompt_messages(prompt: Any, where: str) -> tuple[Message, ...]:
     """A row's `prompt` as chat messages: a string is one user message; a list of {role, content} is taken as is."""
+    if isinstance(prompt, tuple):
+        prompt = list(prompt)
     if isinstance(prompt, str):
         return (Message("user", prompt),)
     if isinstance(prompt, list) and prompt and all(isinstance(m, dict) and "role" in m for m in prompt):
@@ -150,18 +171,38 @@ def prompt_messages(prompt: Any, where: str) -> tuple[Message, ...]:
     )
 
 
-def load_tasks(spec: EnvironmentSpec) -> dict[str, UserTask]:
-    """The dataset's rows as tasks, by id, in the dataset's order; a row without a prompt, or a repeated id, is an
-    `EnvironmentError` naming the dataset and the row."""
-    rows = read_rows(spec)
+def load_tasks(spec: EnvironmentSpec, prompt_required: bool = True, environments: tuple | None = None):
+    """The dataset's rows as tasks, by id, in the dataset's order (`tasks_from_rows`)."""
+    return tasks_from_rows(read_rows(spec), spec.dataset_ref, prompt_required, environments)
+
+
+def tasks_from_rows(
+    rows: list[tuple[str | None, dict[str, Any]]],
+    name: str,
+    prompt_required: bool = True,
+    environments: tuple | None = None,
+    tasks: dict[str, UserTask] | None = None,
+    id_prefix: str = "",
+) -> dict[str, UserTask]:
+    """`rows` (with the split each names) as tasks, added to `tasks`; a row without a prompt (where one is
+    required), an unknown `environment` (where `environments` names the dict's keys), or a repeated id is an
+    `EnvironmentError` naming the dataset `name` and the row."""
     if not rows:
-        raise EnvironmentError(f"dataset {spec.dataset_ref} has no rows")
-    tasks: dict[str, UserTask] = {}
+        raise EnvironmentError(f"dataset {name} has no rows")
+    tasks = {} if tasks is None else tasks
     for index, (split_name, row) in enumerate(rows):
-        where = f"dataset {spec.dataset_ref}, row {index}"
-        if "prompt" not in row:
+        where = f"dataset {name}, row {index}"
+        if "prompt" not in row and prompt_required:
             raise EnvironmentError(f"{where}: no 'prompt' column (columns: {', '.join(map(str, row))})")
-        task_id = str(row["id"]) if row.get("id") is not None else str(index)
+        chosen = None
+        if environments is not None:
+            chosen = row.get(ENVIRONMENT)
+            if chosen not in environments:
+                raise EnvironmentError(
+                    f"{where}: environment {chosen!r} is not among environment_factory's: "
+                    f"{', '.join(map(str, environments))}"
+                )
+        task_id = str(row["id"]) if row.get("id") is not None else f"{id_prefix}{index}"
         if task_id in tasks:
             raise EnvironmentError(f"{where}: id {task_id!r} is used twice; ids must be unique")
         split = row.get("split") if row.get("split") is not None else split_name
@@ -169,13 +210,29 @@ def load_tasks(spec: EnvironmentSpec) -> dict[str, UserTask]:
         tasks[task_id] = UserTask(
             id=task_id,
             category=str(row.get("category") or DEFAULT_CATEGORY),
-            messages=prompt_messages(row["prompt"], where),
+            messages=prompt_messages(row.get("prompt", list(PLACEHOLDER_PROMPT)), where),
             row=row,
             index=index,
             split=str(split) if split is not None else None,
             expects_call=expects is None or bool(expects),
             reference=reference_steps(row.get(REFERENCE), where),
+            environment=chosen,
         )
+    return tasks
+
+
+def generated_tasks(train: int, held_out: int, seed: int) -> dict[str, UserTask]:
+    """A dataset-free environment's tasks: `train` episodes and `held_out` held-out ones (module docstring)."""
+    tasks: dict[str, UserTask] = {}
+    for split, count, prefix, base in (
+        (TRAIN, train, "episode", seed),
+        (TEST, held_out, "held-out", seed + HELD_OUT_SEED_OFFSET),
+    ):
+        for index in range(count):
+            row = {"prompt": [dict(m) for m in PLACEHOLDER_PROMPT]}
+            messages = prompt_messages(row["prompt"], "placeholder")
+            task_id = f"{prefix}-{index}"
+            tasks[task_id] = UserTask(task_id, DEFAULT_CATEGORY, messages, row, index, split, seed=base + index)
     return tasks
 
 

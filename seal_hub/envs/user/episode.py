@@ -1,5 +1,11 @@
-"""One episode of a user environment: a fresh instance of the class, `reset(**row)`, tool calls until the model
-answers without one or reaches the step limit, then `get_reward()`.
+"""One episode of a user environment: a fresh instance from its factory, `reset(**row)`, tool calls until the model
+answers without one or reaches the step limit, then the reward (`seal_hub.envs.user.rewards`: the reward functions
+and `get_reward`, as TRL sums them).
+
+The task's environment is the setup's one factory, or the one its row's `environment` column names (a dict of
+factories; that column is not passed to `reset`); a setup of plain `tools=` has no instance and no `reset`. A
+dataset-free task resets with Python's `random` (and numpy's, when loaded) seeded from its seed
+(`seal_hub.envs.user.dataset.generated_tasks`), their states put back after.
 
 What the model sees is what TRL's `environment_factory` shows it: the row's prompt, with the text `reset` returns
 appended to the last message; each call's return value as the tool's message. Every call into the class (making
@@ -12,18 +18,23 @@ that do not bind to the method's signature (never run), a tool that raised (`TOO
 there, because the abandoned call still holds the instance). The environment's own faults never crash a run: a
 constructor or `reset` that fails ends the episode at the model's first step, unscored (`RESET_FAILED`, left out
 of the labels); a `get_reward` that raises, hangs or returns NaN, a string or None scores 0 (`REWARD_INVALID`);
-both say so in one line naming the class and the row (`UserSuite.warn`, once per row and fault).
+a reward function or `get_reward` that raises, hangs, or returns NaN, a string or a list of the wrong length scores
+0 (`REWARD_INVALID`), as does a rollout no source scored (`UNSCORED`); each says so in one line naming the class
+and the row (`UserSuite.warn`, once per row and fault).
 
 One instance per episode, never shared: instance state is isolated between episodes. A class that keeps state at
 module or class level shares that state between episodes, as it would under TRL; docs/environments.md says so.
 
-Not covered: the labels (`seal_hub.envs.user.labels`), the verdict's reading of the reward (passed: reward > 0).
+The verdict passes when the reward is at least the suite's success threshold (`EnvironmentSpec.threshold`: 1.0
+unless set) and no fault ended the episode.
+
+Not covered: the labels (`seal_hub.envs.user.labels`).
 """
 
 from __future__ import annotations
 
-import math
-import numbers
+import random
+import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -40,38 +51,53 @@ from seal_hub.envs.protocol import (
     TurnVerdict,
 )
 from seal_hub.envs.user.calls import CallOutcome, as_text, run_limited
-from seal_hub.envs.user.dataset import UserTask
+from seal_hub.envs.user.dataset import ENVIRONMENT, UserTask
+from seal_hub.envs.user.rewards import score
 from seal_hub.envs.user.schema import bind
 
 if TYPE_CHECKING:
     from seal_hub.envs.user.suite import UserSuite
 
 RESET_FAILED = "user_env:reset_failed"  # the class or its reset failed: not the model's doing
-REWARD_INVALID = "user_env:reward_invalid"  # get_reward raised, hung, or gave no number: scored 0
+REWARD_INVALID = "user_env:reward_invalid"  # a reward source raised, hung, or gave no number: scored 0
 TOOL_HUNG = "user_env:tool_timeout"  # a tool ran past the time limit: the episode ended there
 NO_REWARD = "user_env:no_reward"  # get_reward gave 0
 
 
 @dataclass(frozen=True)
 class UserVerdict(EpisodeVerdict):
-    """The episode's one turn and the reward `get_reward` gave (not only 0 or 1); passed when it is above 0."""
+    """The episode's one turn and its reward (not only 0 or 1); passed when its turn passed (the reward at least
+    the success threshold, no fault)."""
 
     score: float = 0.0
-
-    @property
-    def passed(self) -> bool:
-        return self.score > 0 and not self.force_terminated
 
     @property
     def reward(self) -> float:
         return self.score
 
 
-def _reward_value(value: Any) -> float | None:
-    """A finite number (bools and numpy scalars included), else None."""
-    if isinstance(value, numbers.Real) and math.isfinite(float(value)):
-        return float(value)
-    return None
+class _Seeded:
+    """Python's `random` (and numpy's, when loaded) seeded with `seed` inside, their states put back after."""
+
+    def __init__(self, seed: int | None) -> None:
+        self.seed = seed
+
+    def __enter__(self) -> None:
+        if self.seed is None:
+            return
+        self.state = random.getstate()
+        random.seed(self.seed)
+        numpy = sys.modules.get("numpy")
+        self.numpy_state = numpy.random.get_state() if numpy is not None else None
+        if numpy is not None:
+            numpy.random.seed(self.seed % 2**32)
+
+    def __exit__(self, *exc: object) -> None:
+        if self.seed is None:
+            return
+        random.setstate(self.state)
+        if self.numpy_state is not None:
+            sys.modules["numpy"].random.set_state(self.numpy_state)
 
 
 class UserEpisode(EpisodeBase):
@@ -90,6 +116,9 @@ class UserEpisode(EpisodeBase):
         self._done = False
         self._fault: str | None = None  # RESET_FAILED, TOOL_HUNG or REWARD_INVALID
         self._score: float | None = None
+        self.environment = suite.environments[task.environment]
+        self._prompt: list[dict[str, Any]] = []  # what reward functions get, as TRL gives it
+        self._completion: list[dict[str, Any]] = []
 
     # ----- calls into the user's class -----
 
@@ -97,14 +126,23 @@ class UserEpisode(EpisodeBase):
         return run_limited(function, kwargs, self.suite.spec.call_timeout_s)
 
     def _where(self) -> str:
-        return f"environment class {self.suite.class_name}, row {self.task.index} (task {self.task.id})"
+        return f"environment class {self.environment.label}, row {self.task.index} (task {self.task.id})"
 
     def _start(self) -> Observation:
         self._steps = self._calls = 0
         self._done, self._fault, self._score = False, None, None
+        self._completion = []
         messages = list(self.task.messages)
-        made = self._call(self.suite.environment_class, {})
-        outcome = self._call(made.value.reset, dict(self.task.row)) if made.ok else made
+        tools = self.environment.schemas
+        if self.environment.factory is None:  # plain tools: nothing to make or reset
+            self._prompt = [m.to_chat() for m in messages]
+            return Observation(0, messages=tuple(messages), tools=tools)
+        row = dict(self.task.row)
+        if self.suite.multi_environment:
+            row.pop(ENVIRONMENT, None)  # TRL's control column, not reset's
+        with _Seeded(self.task.seed):
+            made = self._call(self.environment.factory, {})
+            outcome = self._call(made.value.reset, row) if made.ok else made
         if not outcome.ok:
             what = "__init__" if not made.ok else "reset"
             why = (
@@ -119,19 +157,21 @@ class UserEpisode(EpisodeBase):
                 last = messages[-1]
                 text = added if isinstance(added, str) else as_text(added, self.suite.spec.max_result_chars)
                 messages[-1] = Message(last.role, last.content + text)
-        return Observation(0, messages=tuple(messages), tools=self.suite.tool_schemas)
+        self._prompt = [m.to_chat() for m in messages]
+        return Observation(0, messages=tuple(messages), tools=tools)
 
     def _tool_result(self, call: ToolCall) -> ToolResult:
-        spec = self.suite.tools.get(call.name)
+        spec = self.environment.tool(call.name)
         if spec is None:
-            names = ", ".join(self.suite.tools)
+            names = ", ".join(tool.name for tool in self.environment.tools)
             return ToolResult(
                 call, f"Error: no tool named {call.name!r}; the tools are: {names}", ErrorKind.UNKNOWN_TOOL
             )
         kwargs, kind, message = bind(spec, call.arguments)
         if kind is not None:
             return ToolResult(call, f"Error: {message}", kind)
-        outcome = self._call(getattr(self._instance, call.name), kwargs or {})
+        function = spec.function if spec.function is not None else getattr(self._instance, call.name)
+        outcome = self._call(function, kwargs or {})
         if outcome.timed_out:
             self._fault = TOOL_HUNG
             limit = self.suite.spec.call_timeout_s
@@ -146,16 +186,17 @@ class UserEpisode(EpisodeBase):
         self._steps += 1
         if self._fault == RESET_FAILED:  # nothing to run against: ended, unscored
             self._done, self._score = True, 0.0
-            return StepResult(Observation(0, tools=self.suite.tool_schemas), done=True, reward=0.0)
+            return StepResult(Observation(0, tools=self.environment.schemas), done=True, reward=0.0)
         if not action.tool_calls and not action.parse_errors:  # an answer without a call ends the episode
-            return self._finish(truncated=False)
+            return self._finish(truncated=False, action=action)
         results = list(parse_error_results(action))
         for call in action.tool_calls:
             self._calls += 1
             results.append(self._tool_result(call))
             if self._fault == TOOL_HUNG:
                 break  # the hung call still holds the instance: nothing more runs on it
-        observation = Observation(0, tool_results=tuple(results), tools=self.suite.tool_schemas)
+        self._record(action, results)
+        observation = Observation(0, tool_results=tuple(results), tools=self.environment.schemas)
         if self._fault == TOOL_HUNG:
             self._done, self._score = True, 0.0
             self.suite.warn((TOOL_HUNG, self.task.id), f"{self._where()}: a tool call ran past the time limit")
@@ -164,29 +205,57 @@ class UserEpisode(EpisodeBase):
             return self._finish(truncated=True, observation=observation)
         return StepResult(observation)
 
-    def _finish(self, truncated: bool, observation: Observation | None = None) -> StepResult:
+    def _record(self, action: Action, results: list[ToolResult]) -> None:
+        """The step as TRL's completion messages: the reply with its calls, then each tool's result."""
+        message: dict[str, Any] = {"role": "assistant", "content": action.content}
+        if action.tool_calls:
+            message["tool_calls"] = [
+                {"type": "function", "function": {"name": c.name, "arguments": c.arguments}} for c in action.tool_calls
+            ]
+        self._completion.append(message)
+        for result in results:
+            name = result.call.name if result.call is not None else None
+            self._completion.append({"role": "tool", "name": name, "content": result.content})
+
+    def _finish(
+        self, truncated: bool, observation: Observation | None = None, action: Action | None = None
+    ) -> StepResult:
         self._done = True
+        if action is not None:
+            self._record(action, [])
         self._score = self._reward()
-        observation = observation or Observation(0, tools=self.suite.tool_schemas)
+        observation = observation or Observation(0, tools=self.environment.schemas)
         return StepResult(observation, done=True, truncated=truncated, reward=self._score)
 
+    def _completion_ids(self) -> list[int]:
+        tokenizer = self.suite.reward_context.tokenizer
+        if tokenizer is None:
+            return []
+        text = "".join(m["content"] for m in self._completion if m["role"] == "assistant")
+        return list(tokenizer.encode(text, add_special_tokens=False))
+
     def _reward(self) -> float:
-        """`get_reward()` as a float; a fault scores 0 and says so once (module docstring)."""
-        outcome = self._call(self._instance.get_reward, {})
-        if outcome.ok and (value := _reward_value(outcome.value)) is not None:
-            return value
-        if outcome.timed_out:
-            why = f"ran past {self.suite.spec.call_timeout_s:g} s"
-        elif outcome.error is not None:
-            why = f"raised {_error(outcome)}"
-        else:
-            why = f"returned {as_text(repr(outcome.value), 60)} (not a finite number)"
-        self.suite.warn((REWARD_INVALID, self.task.id), f"{self._where()}: get_reward {why}; reward 0")
+        """The rollout's reward from every source; a fault scores 0 and says so once (module docstring)."""
+        scored = score(
+            self.suite.reward_sources,
+            instance=self._instance,
+            has_factory=self.environment.factory is not None,
+            prompt=self._prompt,
+            completion=list(self._completion),
+            completion_ids=self._completion_ids(),
+            row=self.task.row,
+            context=self.suite.reward_context,
+            timeout_s=self.suite.spec.call_timeout_s,
+        )
+        if scored.fault is None:
+            self.suite.observe_reward(scored.reward)
+            return scored.reward
+        self.suite.warn((REWARD_INVALID, self.task.id), f"{self._where()}: {scored.fault}; reward 0")
         self._fault = REWARD_INVALID
         return 0.0
 
     def _release(self) -> None:
-        if self._started and not self._done and self._fault is None and self._instance is not None:
+        if self._started and not self._done and self._fault is None and self._prompt:
             self._done = True  # ended from outside (the context limit): scored as TRL scores every rollout
             self._score = self._reward()
         self._instance = None
@@ -199,16 +268,17 @@ class UserEpisode(EpisodeBase):
 
     @property
     def tools(self) -> tuple[dict[str, Any], ...]:
-        return self.suite.tool_schemas
+        return self.environment.schemas
 
     @property
     def verdict(self) -> UserVerdict:
-        score = self._score or 0.0
+        value = self._score or 0.0
         if not self._done:
             return UserVerdict((), 1, score=0.0)
-        error = self._fault or (NO_REWARD if score <= 0 else None)
-        turn = TurnVerdict(0, self.task.expects_call, self._calls, score > 0, error)
-        return UserVerdict((turn,), 1, score=score)
+        passed = self._fault is None and value >= self.suite.spec.threshold
+        error = self._fault or (NO_REWARD if not passed else None)
+        turn = TurnVerdict(0, self.task.expects_call, self._calls, passed, error)
+        return UserVerdict((turn,), 1, score=value)
 
 
 def _error(outcome: CallOutcome) -> str:

@@ -3,11 +3,12 @@
 A user environment's episode is one turn, labelled with the labels of `seal_hub.diagnosis` so rollout weights,
 the failure profile, interface evolution and the rho update work on it unchanged. The first rule that applies:
 
-- the class or its `reset` failed (`RESET_FAILED`) or `get_reward` gave no number (`REWARD_INVALID`): no label
+- the class or its `reset` failed (`RESET_FAILED`) or a reward source failed or none scored it (`REWARD_INVALID`):
+  no label
   (None: the environment's fault, nothing to judge the model by; left out of the profile);
 - the row says no call belongs (`expects_call` false): `spurious_tool_call` if the model made one, else
   `correct_abstention`;
-- the reward is above 0: `pass`;
+- the turn passed (the reward at least the success threshold; without a verdict, a reward above 0): `pass`;
 - text that looked like a call but did not parse, an unknown tool, or arguments that do not bind to the method's
   signature (not an object, a missing required argument, one it does not take): `invalid_tool_call`;
 - a tool raised (any exception class; a call past the time limit counts as `TimeoutError`): `recovery_failure`;
@@ -60,7 +61,7 @@ def label_turn(turn: TurnRecord | None, reward: float, task: UserTask) -> Label 
     parse_errors = [error for step in steps for error in step.parse_errors]
     if not task.expects_call:
         return Label.SPURIOUS_TOOL_CALL if calls or parse_errors else Label.CORRECT_ABSTENTION
-    if reward > 0:
+    if verdict.passed if verdict is not None else reward > 0:
         return Label.PASS
     kinds = {str(result.error_kind) for step in steps for result in step.results if result.error_kind}
     if parse_errors or kinds & INVALID_KINDS:

@@ -12,7 +12,11 @@ them; `Literal` and `Enum` hints already give `enum` values and required argumen
 argument, or one the signature does not take come back as the protocol's `ErrorKind`s (never run); values are
 passed as the model gave them, as TRL passes them.
 
-Not covered: running the call (`seal_hub.envs.user.calls`).
+`tools=[...]` (plain functions, TRL's `tools` argument) are read the same way (`function_spec`): their schema from
+the function itself, called as they are, not on an instance.
+
+Not covered: running the call (`seal_hub.envs.user.calls`), which environments a setup holds
+(`seal_hub.envs.user.factory`).
 """
 
 from __future__ import annotations
@@ -20,7 +24,8 @@ from __future__ import annotations
 import inspect
 import json
 import types
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
@@ -33,11 +38,13 @@ _PROBE = object()  # what the methods are bound to while their schemas are read 
 
 @dataclass(frozen=True)
 class ToolSpec:
-    """One tool: its name, its JSON schema (chat-template form) and the method's signature (without self)."""
+    """One tool: its name, its JSON schema (chat-template form) and the method's signature (without self);
+    `function` for a plain function (TRL's `tools=`), None for a method called on the episode's instance."""
 
     name: str
     schema: dict[str, Any]
     signature: inspect.Signature
+    function: Callable[..., Any] | None = field(default=None, compare=False)
 
     @property
     def required(self) -> tuple[str, ...]:
@@ -63,18 +70,31 @@ def _jsonable(value: Any) -> bool:
 
 def tool_spec(cls: type, name: str) -> ToolSpec:
     """The schema of `cls.name`; a method transformers cannot describe is an `EnvironmentError` naming it."""
-    from transformers.utils import get_json_schema
-
     function = inspect.getattr_static(cls, name)
     bound = types.MethodType(function, _PROBE)  # the schema reader needs a bound method, not an instance
+    return _described(bound, name, f"environment class {cls.__name__}, tool {name}")
+
+
+def function_spec(function: Callable[..., Any]) -> ToolSpec:
+    """The schema of a plain tool function (TRL's `tools=`), called as it is."""
+    name = getattr(function, "__name__", None)
+    if not callable(function) or not isinstance(name, str):
+        raise EnvironmentError(f"tools: {function!r} is not a function (TRL's tools are plain, named functions)")
+    spec = _described(function, name, f"tool function {name}")
+    return ToolSpec(spec.name, spec.schema, spec.signature, function)
+
+
+def _described(function: Callable[..., Any], name: str, where: str) -> ToolSpec:
+    from transformers.utils import get_json_schema
+
     try:
-        schema = get_json_schema(bound)
+        schema = get_json_schema(function)
     except Exception as exc:  # noqa: BLE001 -- transformers' own exception types: one line naming the tool
         raise EnvironmentError(
-            f"environment class {cls.__name__}, tool {name}: its schema cannot be read ({exc}); give it type hints "
-            "and a Google-style docstring with an Args: line per argument, as TRL needs"
+            f"{where}: its schema cannot be read ({exc}); give it type hints and a Google-style docstring with an "
+            "Args: line per argument, as TRL needs"
         ) from None
-    signature = inspect.signature(bound)
+    signature = inspect.signature(function)
     properties = schema["function"]["parameters"].get("properties", {})
     for argument, parameter in signature.parameters.items():
         default = parameter.default
@@ -85,10 +105,10 @@ def tool_spec(cls: type, name: str) -> ToolSpec:
     return ToolSpec(name, schema, signature)
 
 
-def tool_specs(cls: type) -> tuple[ToolSpec, ...]:
-    """Every tool of `cls`, in name order; a class with none is an `EnvironmentError`."""
+def tool_specs(cls: type, required: bool = True) -> tuple[ToolSpec, ...]:
+    """Every tool of `cls`, in name order; a class with none is an `EnvironmentError` when `required`."""
     specs = tuple(tool_spec(cls, name) for name in tool_names(cls))
-    if not specs:
+    if not specs and required:
         raise EnvironmentError(
             f"environment class {cls.__name__} has no tools: its public methods (other than reset and get_reward) "
             "are the tools"

@@ -1,7 +1,10 @@
-"""`UserSuite`: a user's TRL-form environment class and its dataset, as a suite every command runs.
+"""`UserSuite`: a user's TRL setup (environment factory, reward functions, plain tools) and its dataset, as a suite
+every command runs.
 
-The suite imports the class (`load`), reads its tools off the class (`schema`) and its tasks off the dataset
-(`dataset`), and makes one `UserEpisode` per rollout, each on a fresh instance. It trains: its one turn per
+The suite imports the factory and the reward functions by path (`load`) unless they were given in Python
+(`trl_setup`), probes the factories and reads their tools (`factory`, `schema`), its reward sources (`rewards`) and
+its tasks off the dataset, the rows given in Python, or seeded episodes (`dataset`), and makes one `UserEpisode` per
+rollout, each on a fresh instance. It trains: its one turn per
 episode is labelled from what the protocol sees (`labels`), its tools run and can fail (recovery hints apply), its
 schemas carry the signatures' defaults (`schema_defaults`: the schema cues show them), and it tells interface
 evolution which exception classes its tools raised (`raised`). Where the dataset gives an answer key (the
@@ -9,9 +12,15 @@ evolution which exception classes its tools raised (`raised`). Where the dataset
 calls, then a closing message, kept only if `get_reward` passes them); rows without one teach nothing, and a
 dataset without any says so in one line when a warm-up or the oracle asks.
 
-`record()` is what its published environment version keeps (`UserEnvironmentRecord`: the class's import path and
-source hash, the tool schemas, the dataset and revision, the episode limits); `from_record` makes the suite back
-from one, warning in one line when the class's source no longer hashes the same (and running the current code).
+`record()` is what its published environment version keeps (`UserEnvironmentRecord`: the factory's import path and
+source hash, the reward functions' paths, the tool schemas, the dataset and revision or the seeded episodes, the
+success threshold, the episode limits); `from_record` makes the suite back from one, warning in one line when the
+source no longer hashes the same (and running the current code). A setup given in Python whose factory or reward
+functions cannot be imported by name (a class inside a function, a partial, a lambda) records their names, and
+`from_record` says in one line that it needs them given again (`user_suite_from_trl`).
+
+With no success threshold given, the first reward that is neither 0 nor 1 is said once (`observe_reward`): passing
+then means a reward of at least 1.0, which may not be what the user's score means.
 
 Faults of the environment itself (a reset that fails for a row, a reward that is no number, a tool that hangs) are
 said once per row and fault on stderr, in one line naming the class and the row (`warn`); the run goes on.
@@ -23,7 +32,7 @@ from __future__ import annotations
 
 import inspect
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -32,12 +41,23 @@ from seal_hub.envs.reference import ABSTAIN, CLOSING, WarmupScript
 from seal_hub.envs.suite import SuiteCard, SuiteError
 from seal_hub.envs.task_table import WHOLE_SPLITS, TaskTable
 from seal_hub.envs.user.calls import truncate
-from seal_hub.envs.user.dataset import REFERENCE, TRAIN, UserTask, held_out, load_tasks, names_split
+from seal_hub.envs.user.dataset import (
+    REFERENCE,
+    TRAIN,
+    UserTask,
+    generated_tasks,
+    held_out,
+    load_tasks,
+    names_split,
+)
 from seal_hub.envs.user.episode import UserEpisode
+from seal_hub.envs.user.factory import probe
 from seal_hub.envs.user.labels import diagnose, raised_classes
-from seal_hub.envs.user.load import EnvironmentError, check_source, import_class, source_hash
-from seal_hub.envs.user.schema import tool_specs
+from seal_hub.envs.user.load import EnvironmentError, check_source, import_attribute, sources_hash
+from seal_hub.envs.user.rewards import RewardContext, reward_sources
 from seal_hub.envs.user.spec import EnvironmentSpec
+
+_FROM_SPEC = object()  # the factory and reward functions are the spec's import paths
 
 if TYPE_CHECKING:
     from seal_hub.diagnosis import RolloutDiagnosis
@@ -48,8 +68,20 @@ if TYPE_CHECKING:
 def card_dataset(spec: EnvironmentSpec) -> str:
     """What cards call the dataset: its repo id (with revision), or a local file's or folder's name only (a card
     never carries a path of the machine it was made on)."""
+    if not spec.dataset:
+        return spec.dataset_ref
     path = Path(spec.dataset).expanduser()
     return path.name if path.exists() else spec.dataset_ref
+
+
+def _imported(path: str, what: str) -> object:
+    """The object at `path`; a str, number or other non-callable (not a dict) is one line naming it."""
+    found = import_attribute(path)
+    if not callable(found) and not (isinstance(found, Mapping) and what == "environment"):
+        attribute = path.partition(":")[2]
+        kinds = "a class, a function or a dict of them" if what == "environment" else "a function"
+        raise EnvironmentError(f"{what} {path}: {attribute} is a {type(found).__name__}, not a class, {kinds}")
+    return found
 
 
 def _key_actions(task: UserTask) -> list[Action]:
@@ -65,25 +97,52 @@ class UserSuite(TaskTable):
     not_trainable = None
     schema_defaults = True  # its schemas carry defaults, for the schema cues
 
-    def __init__(self, spec: EnvironmentSpec) -> None:
+    def __init__(
+        self,
+        spec: EnvironmentSpec,
+        *,
+        environment_factory: Any = _FROM_SPEC,
+        reward_funcs: Any = _FROM_SPEC,
+        reward_weights: list[float] | None = None,
+        tools: list[Any] | None = None,
+        tasks: dict[str, UserTask] | None = None,
+    ) -> None:
+        """The suite `spec` names; `environment_factory`, `reward_funcs`, `tools` and `tasks` given in Python
+        (`seal_hub.envs.user.trl_setup`) instead of the spec's import paths and dataset."""
         self.spec = spec
-        self.environment_class = import_class(spec.environment)
-        if not callable(getattr(self.environment_class, "get_reward", None)):
-            raise EnvironmentError(
-                f"environment {spec.environment}: class {spec.class_name} defines no get_reward(); SEAL scores each "
-                "episode with it (TRL's form: a float from the finished episode's state)"
-            )
-        self.class_name = spec.class_name
-        specs = tool_specs(self.environment_class)
-        self.tools = {tool.name: tool for tool in specs}
-        self.tool_schemas: tuple[dict[str, Any], ...] = tuple(tool.schema for tool in specs)
-        self.source_sha256 = source_hash(self.environment_class)
-        self.tasks: dict[str, UserTask] = load_tasks(spec)
+        if environment_factory is _FROM_SPEC:
+            environment_factory = _imported(spec.environment, "environment")
+        if reward_funcs is _FROM_SPEC:
+            reward_funcs = [_imported(path, "reward_funcs") for path in spec.reward_funcs]
+        try:
+            self.environments = probe(environment_factory, tools, spec.call_timeout_s)
+        except EnvironmentError as exc:
+            raise EnvironmentError(f"environment {spec.environment}: {exc}") from None
+        self.multi_environment = isinstance(environment_factory, Mapping)
+        self.reward_sources = reward_sources(reward_funcs, self.environments, reward_weights)
+        self.reward_context = RewardContext()
+        union: dict[str, Any] = {}
+        for environment in self.environments.values():
+            for tool in environment.tools:
+                union.setdefault(tool.name, tool)
+        self.tools = union
+        self.tool_schemas: tuple[dict[str, Any], ...] = tuple(tool.schema for tool in union.values())
+        self.class_name = " + ".join(dict.fromkeys(e.label for e in self.environments.values()))
+        factories = list(environment_factory.values()) if self.multi_environment else [environment_factory]
+        hashed = [f for f in factories if f is not None] + [e.cls for e in self.environments.values() if e.cls]
+        hashed += [source.function for source in self.reward_sources if source.function is not None]
+        self.source_sha256 = sources_hash(hashed + list(tools or ()))
+        if tasks is None and not spec.dataset:
+            tasks = generated_tasks(spec.train_episodes, spec.episodes or 0, spec.episode_seed)
+        elif tasks is None:
+            keys = tuple(self.environments) if self.multi_environment else None
+            tasks = load_tasks(spec, prompt_required=environment_factory is None, environments=keys)
+        self.tasks: dict[str, UserTask] = tasks
         self._check_references()
         self.categories = tuple(dict.fromkeys(task.category for task in self.tasks.values()))
         self.name = spec.environment
         self.default_split = "named" if names_split(self.tasks) else f"made ({spec.eval_fraction:g} held out)"
-        self.card = SuiteCard(card_dataset(spec), spec.class_name, "Multi-turn tool use")
+        self.card = SuiteCard(card_dataset(spec), self.class_name, "Multi-turn tool use")
         self._said: set[Any] = set()
 
     def __repr__(self) -> str:
@@ -105,6 +164,16 @@ class UserSuite(TaskTable):
         return any(task.reference is not None for task in self.tasks.values())
 
     # ----- what the episodes share (read only) -----
+
+    def observe_reward(self, reward: float) -> None:
+        """Say once when a reward is neither 0 nor 1 and no success threshold was given (module docstring)."""
+        if self.spec.success_threshold is None and reward not in (0.0, 1.0):
+            self.warn(
+                "reward-not-0/1",
+                f"environment {self.name}: a reward of {reward:g} is neither 0 nor 1; an episode passes SEAL's "
+                f"labels at reward >= {self.spec.threshold:g}: set success_threshold (--success_threshold) to say "
+                "what passes",
+            )
 
     def warn(self, key: Any, message: str) -> None:
         """Say `message` on stderr, once per `key` (a row's fault is said once, not once per rollout)."""
@@ -169,10 +238,12 @@ class UserSuite(TaskTable):
     def raised(self, trajectories: Iterable[Trajectory]) -> dict[str, str]:
         """The exception classes the tools raised in `trajectories`, each with its docstring where the class can be
         found in the environment's module (`seal_hub.interface.evolve.exception_hint` reads it)."""
-        module = sys.modules.get(self.environment_class.__module__)
+        modules = [sys.modules.get(e.cls.__module__) for e in self.environments.values() if e.cls is not None]
+        modules += [sys.modules.get(getattr(t.function, "__module__", "")) for t in self.tools.values() if t.function]
         found = {}
         for name in sorted(raised_classes(trajectories)):
-            cls = getattr(module, name.rsplit(".", 1)[-1], None)
+            short = name.rsplit(".", 1)[-1]
+            cls = next((getattr(m, short) for m in modules if m is not None and hasattr(m, short)), None)
             doc = inspect.getdoc(cls) if inspect.isclass(cls) and cls.__module__ != "builtins" else ""
             found[name] = doc or ""
         return found
@@ -181,20 +252,33 @@ class UserSuite(TaskTable):
         """What a version made on this suite keeps of it."""
         from seal_hub.interface import UserEnvironmentRecord
 
+        spec = self.spec
         return UserEnvironmentRecord(
-            class_path=self.spec.environment,
+            class_path=spec.environment,
             source_sha256=self.source_sha256,
             tools=self.tool_schemas,
-            dataset=self.spec.dataset,
-            dataset_revision=self.spec.dataset_revision,
-            eval_fraction=self.spec.eval_fraction,
-            call_timeout_s=self.spec.call_timeout_s,
-            max_result_chars=self.spec.max_result_chars,
+            dataset=spec.dataset,
+            dataset_revision=spec.dataset_revision,
+            eval_fraction=spec.eval_fraction,
+            call_timeout_s=spec.call_timeout_s,
+            max_result_chars=spec.max_result_chars,
+            reward_funcs=spec.reward_funcs,
+            success_threshold=spec.success_threshold,
+            episodes=spec.episodes,
+            episode_seed=spec.episode_seed,
+            importable=spec.importable,
         )
 
     @classmethod
     def from_record(cls, record: UserEnvironmentRecord) -> UserSuite:
-        """The suite a version was made on, from its record; a changed class source is one warning line."""
+        """The suite a version was made on, from its record; a changed source is one warning line, a setup given
+        in Python that cannot be imported by name one error line."""
+        if not record.importable or (record.dataset is None and record.episodes is None):
+            raise EnvironmentError(
+                f"environment {record.class_path}: this version was made on a setup given in Python (its factory, "
+                "reward functions or rows cannot be loaded by name); build the suite with "
+                "seal_hub.envs.user.trl_setup.user_suite_from_trl(...) from the same objects"
+            )
         spec = EnvironmentSpec(
             record.class_path,
             record.dataset,
@@ -202,6 +286,10 @@ class UserSuite(TaskTable):
             eval_fraction=record.eval_fraction,
             call_timeout_s=record.call_timeout_s,
             max_result_chars=record.max_result_chars,
+            reward_funcs=tuple(record.reward_funcs),
+            success_threshold=record.success_threshold,
+            episodes=record.episodes,
+            episode_seed=record.episode_seed,
         )
         suite = cls(spec)
         warning = check_source(spec.environment, record.source_sha256, suite.source_sha256)
