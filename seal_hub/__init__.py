@@ -2,9 +2,9 @@
 
 Training: `SealConfig` (TRL's GRPOConfig plus SEAL's fields) and `SealTrainer` (`seal_hub.training`, GRPOTrainer's
 arguments: a TRL script changes two names) on a TRL setup or a suite's tasks, e.g. `BfclSuite`
-(`seal_hub.envs.bfcl`, with the `bfcl` extra); publishing is the callback `PublishCallback(PublishConfig(run=...))`; the packaged script
-runs them end to end (`seal-hub train`, `seal_hub.scripts.seal`). Loading published artifacts by reference
-(`seal_hub.hub`): `load_interface("alice/run1-env@v3")`, `load_trajectories(ref)`, `load_adapter(ref)`,
+(`seal_hub.envs.bfcl`, with the `bfcl` extra); publishing is the callback `PublishCallback(PublishConfig(run=...))`;
+the packaged script runs them end to end (`seal-hub train`, `seal_hub.scripts.seal`). Loading published artifacts
+by reference (`seal_hub.hub`): `load_interface("alice/run1-env@v3")`, `load_trajectories(ref)`, `load_adapter(ref)`,
 `load_model(ref)` (a published policy of either kind: adapter or full fine-tune); `load_environment(ref)` gives an
 environment to step with that interface applied (`seal_hub.environment`); `resolve_reference(ref, kind)`
 pins a reference to its commit (`seal_hub.hub.sources`).

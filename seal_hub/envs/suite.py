@@ -101,6 +101,9 @@ class Suite(Protocol):
     tool_errors: bool  # its tools execute and can fail, so recovery hints have something to say
     not_trainable: str | None  # why it cannot train (one clause), None when it can
     schema_defaults: bool  # its tool schemas carry default values (the schema cues show them)
+    # what a user's reward functions receive from the trainer (trainer_state, log_metric, tokenizer); None for
+    # suites scored by their own verifier
+    reward_context: Any
     card: SuiteCard
 
     def task(self, task_id: str) -> SuiteTask: ...

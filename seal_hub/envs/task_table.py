@@ -42,6 +42,7 @@ class TaskTable:
     default_split = "default"
     turn_labels = False
     schema_defaults = False
+    reward_context = None  # only a user's TRL setup has reward functions to bind
 
     def __len__(self) -> int:
         return len(self.tasks)

@@ -400,7 +400,7 @@ class SealTrainer(GRPOTrainer):
     def _bind_reward_context(self) -> None:
         """What a user's reward functions receive from the trainer, as TRL passes it: this run's `trainer_state`,
         `log_metric` onto the training log, and the tokenizer behind `completion_ids`."""
-        context = getattr(self.suite, "reward_context", None)  # a user setup's (seal_hub.envs.user.rewards)
+        context = self.suite.reward_context  # a user setup's (seal_hub.envs.user.rewards); None for the others
         if context is not None:
             context.trainer_state = self.state
             context.log_metric = self._log_metric
