@@ -58,7 +58,9 @@ def check_run(out: Path, registry: Path, run: str, steps: int, group: int) -> No
     assert versions == list(range(len(versions))), versions
     assert used <= {f"v{v}" for v in versions}
     expected = sorted(f"iter-{k}" for k in range(1, steps + 1))
-    assert tags(registry, "model", f"{run}-adapter") == expected
+    adapter_tags = tags(registry, "model", f"{run}-adapter")  # each iteration's, and the held-out scores' versions
+    assert [t for t in adapter_tags if "-eval-" not in t] == expected, adapter_tags
+    assert all(t.split("-eval-")[0] in expected for t in adapter_tags if "-eval-" in t), adapter_tags
     assert tags(registry, "dataset", f"{run}-trajectories") == expected
     published = sorted(int(t[1:]) for t in tags(registry, "dataset", f"{run}-env"))
     assert published == list(range(len(published))) and used <= {f"v{v}" for v in published}
