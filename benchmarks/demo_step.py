@@ -94,7 +94,7 @@ def run_arm(shared: bool, steps: int, out: Path, more: list[str]) -> list[dict[s
         mock.patch.object(SealTrainer, "__init__", init),
         mock.patch.object(RolloutEngine, "run", _timed(totals, "generation", RolloutEngine.run)),
         mock.patch.object(SealTrainer, "_get_per_token_logps_and_entropies", logps),
-        mock.patch.object(seal, "print_summary", lambda *a, **k: None),
+        mock.patch.object(seal, "run_summary", lambda *a, **k: ""),
     ):
         seal.main(*args)
     return steps_callback.rows[1:]

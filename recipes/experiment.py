@@ -32,7 +32,6 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import yaml
-from trl import TrlParser
 
 from seal_hub.experiment import (
     ARMS_BY_NAME,
@@ -52,9 +51,7 @@ from seal_hub.experiment import (
 from seal_hub.hub import HubError
 from seal_hub.hub.sources import SourceError
 from seal_hub.interface import InterfaceError
-from seal_hub.models import PolicyConfig
 from seal_hub.scripts import seal
-from seal_hub.training import SealConfig
 
 
 def resolve_model(name: str) -> str:
@@ -102,7 +99,7 @@ def main(config_path: str, flags: Sequence[str] = ()) -> Path:
         )
     if config.accelerate_config and not Path(config.accelerate_config).is_file():
         raise ExperimentError(f"accelerate_config {config.accelerate_config}: no such file (an accelerate config)")
-    parser = TrlParser((seal.SealScriptArguments, SealConfig, PolicyConfig))
+    parser = seal.make_parser()  # every record of the training script's arguments
     # the budget as the recipe will run it (the arms share the model, which the evaluations below load)
     parsed = parser.parse_dict(config.arm_settings(ARMS_BY_NAME[config.arms[0]], resolve_model=resolve_model))
     defaults = {key: getattr(args, key) for args in parsed for key in BUDGET_KEYS + SEED_KEYS if hasattr(args, key)}

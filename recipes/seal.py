@@ -11,8 +11,9 @@ package data, seal_hub/scripts/configs/demo_cpu.yaml):
     accelerate launch --config_file recipes/accelerate/zero3.yaml recipes/seal.py \
         --config recipes/configs/paper_full_ft.yaml
 
-Arguments: `SealScriptArguments`, `seal_hub.training.trainer.SealConfig` (TRL's GRPOConfig plus SEAL's fields) and
-`seal_hub.models.PolicyConfig` (TRL's ModelConfig); YAML keys and flags are the field names.
+Arguments: `SealScriptArguments`, `seal_hub.training.trainer.SealConfig` (TRL's GRPOConfig plus SEAL's fields),
+`seal_hub.models.PolicyConfig` (TRL's ModelConfig), `TaskArguments` and `WarmupArguments`, parsed together by
+`make_parser()`; YAML keys and flags are the field names.
 """
 
 # ruff: noqa: E402 -- the two lines below run before the imports: peft logs a notice while it is imported
@@ -29,10 +30,10 @@ from seal_hub.scripts.seal import (  # noqa: F401  (the recipe's names, for call
     SealScriptArguments,
     main,
     make_parser,
-    prompt_size,
     run,
-    training_tasks,
 )
+from seal_hub.training.selection import TaskArguments, prompt_size, training_tasks  # noqa: F401
+from seal_hub.training.warmup import WarmupArguments  # noqa: F401
 
 if __name__ == "__main__":
     sys.exit(run(prog="seal.py"))

@@ -124,10 +124,9 @@ def test_cli_options_carry_the_recipe_field_names():
     from dataclasses import fields
 
     from seal_hub.cli import build_parser
-    from seal_hub.scripts.seal import SealScriptArguments
-    from seal_hub.training import SealConfig
+    from seal_hub.scripts.seal import make_parser
 
-    recipe = {f.name for f in fields(SealConfig)} | {f.name for f in fields(SealScriptArguments)}
+    recipe = {f.name for cls in make_parser().dataclass_types for f in fields(cls)}
     commands = dict(_subcommands(build_parser()))
     for path, sub in commands.items():
         for action in sub._actions:

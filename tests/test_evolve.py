@@ -9,7 +9,7 @@ from seal_hub.diagnosis import DEFAULT_RHO, FailureProfile, Label, LabelStats, R
 from seal_hub.envs.protocol import ErrorKind
 from seal_hub.interface import InterfaceSnapshot, diff
 from seal_hub.interface.evolve import GUIDELINES, RECOVERY_HINTS, EvolveConfig, evolve, next_version, select_guidelines
-from seal_hub.interface.rho import RhoWindow, update_rho
+from seal_hub.interface.rho import RhoSettings, RhoWindow, update_rho
 
 L = Label
 
@@ -143,19 +143,19 @@ def test_recorded_rho_makes_a_new_version():
 
 
 @pytest.mark.parametrize(
-    ("changes", "field"),
+    ("record", "changes", "field"),
     [
-        ({"rho_min": 2.5}, "rho_min"),
-        ({"max_guidelines": 4}, "max_guidelines"),
-        ({"hint_kinds": ["bad_path", "typo"]}, "hint_kinds"),
-        ({"rho_beta": 0.0}, "rho_beta"),
-        ({"guideline_min_prevalence": 1.5}, "guideline_min_prevalence"),
-        ({"rho_count_scale": 0}, "rho_count_scale"),
+        (RhoSettings, {"rho_min": 2.5}, "rho_min"),
+        (EvolveConfig, {"max_guidelines": 4}, "max_guidelines"),
+        (EvolveConfig, {"hint_kinds": ["bad_path", "typo"]}, "hint_kinds"),
+        (RhoSettings, {"rho_beta": 0.0}, "rho_beta"),
+        (EvolveConfig, {"guideline_min_prevalence": 1.5}, "guideline_min_prevalence"),
+        (RhoSettings, {"rho_count_scale": 0}, "rho_count_scale"),
     ],
 )
-def test_config_errors_name_the_field(changes, field):
+def test_config_errors_name_the_field(record, changes, field):
     with pytest.raises(ValueError, match=rf"^{field}"):
-        EvolveConfig(**changes)
+        record(**changes)
 
 
 def test_config_defaults_are_the_papers_numbers():
@@ -166,7 +166,28 @@ def test_config_defaults_are_the_papers_numbers():
         0.6,
         3,
     )
-    assert (c.rho_beta, c.rho_count_scale, c.rho_min, c.rho_max, c.type_hints) == (0.25, 32, 0.5, 2.0, False)
+    r = RhoSettings()
+    assert (r.rho_beta, r.rho_count_scale, r.rho_min, r.rho_max, c.type_hints) == (0.25, 32, 0.5, 2.0, False)
+    assert r.closed_loop and r.reweighting
+
+
+def test_the_records_are_frozen_and_a_config_list_becomes_a_tuple():
+    import dataclasses
+
+    config = EvolveConfig(hint_kinds=["bad_path"])
+    assert config.hint_kinds == ("bad_path",)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        config.max_guidelines = 1
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        RhoSettings().rho_beta = 0.5
+
+
+def test_the_rho_target_is_the_formula_on_hand_computed_numbers():
+    stats = LabelStats(count=16, prevalence=0.25, mean_reward=0.2)
+    # evidence min(1, 16/32) = 0.5; 1.5 * (1 + 0.25 * 0.8 * 0.5) = 1.65; under count scale 8: evidence 1 -> 1.8
+    assert RhoSettings().target(1.5, stats) == pytest.approx(1.65, abs=1e-12)
+    assert RhoSettings(rho_count_scale=8).target(1.5, stats) == pytest.approx(1.8, abs=1e-12)
+    assert RhoSettings(rho_max=1.6).target(1.5, stats) == 1.6  # clamped
 
 
 def test_update_rho_on_hand_computed_numbers():
@@ -177,7 +198,7 @@ def test_update_rho_on_hand_computed_numbers():
     )
     rho = dict(DEFAULT_RHO) | {L.STATE_MISMATCH: 1.4}
     before = dict(rho)
-    new = update_rho(rho, DEFAULT_RHO, p, EvolveConfig())
+    new = update_rho(rho, DEFAULT_RHO, p, RhoSettings())
     assert rho == before and new is not rho  # pure
     # missing_tool_call: evidence min(1, 16/32) = 0.5; target = 1.5 * (1 + 0.25 * (1 - 0.2) * 0.5) = 1.5 * 1.1 = 1.65
     #                    rho = 1.5 + 0.25 * (1.65 - 1.5) = 1.5375
@@ -196,7 +217,7 @@ def test_update_rho_on_hand_computed_numbers():
 
 
 def test_update_rho_clamps_the_target_at_both_ends():
-    config = EvolveConfig()
+    config = RhoSettings()
     # top: spurious target = 2.0 * (1 + 0.5 * 1.0 * 1) = 3.0 -> clamped to 2.0
     #      from 1.0: 1.0 + 0.25 * (2.0 - 1.0) = 1.25
     p = profile(spurious_tool_call=(32, 0.5, 0.0))
@@ -206,7 +227,7 @@ def test_update_rho_clamps_the_target_at_both_ends():
     low = {L.INSTANCE_MISMATCH: 0.25}
     assert update_rho({L.INSTANCE_MISMATCH: 0.75}, low, FailureProfile(), config) == {L.INSTANCE_MISMATCH: 0.6875}
     # a custom clamp and beta = 1 jumps straight to the clamped target
-    tight = EvolveConfig(rho_min=0.9, rho_max=1.2, rho_beta=1.0)
+    tight = RhoSettings(rho_min=0.9, rho_max=1.2, rho_beta=1.0)
     assert update_rho({L.SPURIOUS_TOOL_CALL: 1.0}, DEFAULT_RHO, p, tight) == {L.SPURIOUS_TOOL_CALL: 1.2}
     with pytest.raises(ValueError, match="base has no weight for pass"):
         update_rho({L.PASS: 1.0}, {}, p, config)
@@ -216,7 +237,7 @@ def test_repeated_updates_converge_to_the_target():
     p = profile(missing_tool_call=(16, 0.25, 0.2))
     rho = dict(DEFAULT_RHO)
     for _ in range(80):
-        rho = update_rho(rho, DEFAULT_RHO, p, EvolveConfig())
+        rho = update_rho(rho, DEFAULT_RHO, p, RhoSettings())
     assert rho[L.MISSING_TOOL_CALL] == pytest.approx(1.65, abs=1e-9)  # (0.75)^80 * 0.15 < 1e-10
 
 
@@ -238,8 +259,11 @@ def test_rho_window_steps_every_step_and_resets_every_epoch():
     rho = window.step([])  # empty window: every target is its base
     assert rho[L.MISSING_TOOL_CALL] == 1.51025390625 + 0.25 * (1.5 - 1.51025390625)
     assert rho is not window.rho  # callers get a copy
-    frozen = RhoWindow(EvolveConfig(closed_loop=False))
+    frozen = RhoWindow(RhoSettings(closed_loop=False))
     assert frozen.step([failed, passed]) == DEFAULT_RHO and frozen.profile().turns == 8
+    # the weights under the live rho (failed: 2/4 missing at 1.5 + 2/4 pass at 1.0 = 1.25); all 1 without reweighting
+    assert frozen.weights([failed, passed]) == [1.25, 1.0]
+    assert RhoWindow(RhoSettings(reweighting=False)).weights([failed, passed]) == [1.0, 1.0]
 
 
 def test_rho_over_three_batches_matches_hand_arithmetic():

@@ -87,9 +87,7 @@ def test_every_arm_has_the_same_budget_and_parses_into_the_recipe(path, tmp_path
     module = recipe()
     cpu = {"bf16": False, "use_cpu": True, "load_in_4bit": False, "use_vllm": False, "output_dir": str(tmp_path)}
     for arm in ARMS:  # every key is one the recipe knows, with valid values (GPU-only settings off on this CPU)
-        script, training, model = module.TrlParser(
-            (module.seal.SealScriptArguments, module.SealConfig, module.PolicyConfig)
-        ).parse_dict({**settings[arm.name], **cpu})
+        script, training, model, *_ = module.seal.make_parser().parse_dict({**settings[arm.name], **cpu})
         assert (training.env_adaptation, training.reweighting, training.closed_loop) == tuple(
             arm.switches[s] for s in SWITCHES
         )

@@ -195,10 +195,11 @@ import seal_hub
 from seal_hub.hub.cards import template
 from seal_hub.replay.deploy import space_template
 from seal_hub.scripts.seal import DEFAULT_CONFIG, make_parser, with_default_config
-script, training, model = make_parser().parse_args_and_config(with_default_config(["--output_dir", "out"]))
+args = make_parser().parse_args_and_config(with_default_config(["--output_dir", "out"]))
+script, training, model, tasks, warmup = args
 print(seal_hub.__file__)
 print(DEFAULT_CONFIG)
-print(script.suite, model.model_name_or_path, training.max_steps, training.use_cpu)
+print(tasks.suite, model.model_name_or_path, training.max_steps, training.use_cpu)
 print(space_template())
 print(all(template(kind).startswith("---") for kind in ("adapter", "model", "dataset", "environment", "evaluation")))
 """

@@ -21,18 +21,19 @@ def test_publish_private_reaches_publish_config_from_a_flag_and_from_yaml(monkey
         return callback.config if callback is not None else None
 
     flags = ("--output_dir", str(tmp_path), "--publish_run", "alice/run1", "--publish_backend", "hub")
-    script, _, model = parse(DEMO_CONFIG, *flags, "--publish_private", "true", monkeypatch=monkeypatch)
+    script, _, model, *_ = parse(DEMO_CONFIG, *flags, "--publish_private", "true", monkeypatch=monkeypatch)
     publish = publish_config(script, model)
     assert (publish.run, publish.backend, publish.private) == ("alice/run1", "hub", True)
     assert publish.base_model == model.model_name_or_path
 
     config = yaml.safe_load(DEMO_CONFIG.read_text()) | {"publish_backend": "auto", "publish_private": True}
     (tmp_path / "private.yaml").write_text(yaml.safe_dump(config))
-    script, _, model = parse(tmp_path / "private.yaml", "--output_dir", str(tmp_path), monkeypatch=monkeypatch)
+    script, _, model, *_ = parse(tmp_path / "private.yaml", "--output_dir", str(tmp_path), monkeypatch=monkeypatch)
     assert publish_config(script, model).private is True
-    script, _, model = parse(DEMO_CONFIG, "--output_dir", str(tmp_path), monkeypatch=monkeypatch)
+    script, _, model, *_ = parse(DEMO_CONFIG, "--output_dir", str(tmp_path), monkeypatch=monkeypatch)
     assert publish_config(script, model).private is False  # the demo: local registry, not private
-    script, _, model = parse(DEMO_CONFIG, "--output_dir", str(tmp_path), "--publish_run", "", monkeypatch=monkeypatch)
+    flags = ("--output_dir", str(tmp_path), "--publish_run", "")
+    script, _, model, *_ = parse(DEMO_CONFIG, *flags, monkeypatch=monkeypatch)
     assert publish_config(script, model) is None  # no run id: nothing published
 
 

@@ -21,7 +21,7 @@ def test_the_expected_configs_exist():
 
 @pytest.mark.parametrize("config", CONFIGS, ids=lambda p: p.stem)
 def test_config_parses_into_valid_arguments(config, monkeypatch, tmp_path):
-    script, training, model = parse(
+    script, training, model, tasks, warmup = parse(
         config, "--output_dir", str(tmp_path), gpu=config.name in GPU_CONFIGS, monkeypatch=monkeypatch
     )
     assert training.num_generations >= 2 and training.max_steps > 0
@@ -39,14 +39,14 @@ def test_config_parses_into_valid_arguments(config, monkeypatch, tmp_path):
     if config.name == "qwen2.5-7b-qlora.yaml":
         assert model.load_in_4bit and model.bnb_4bit_quant_type == "nf4" and model.use_bnb_nested_quant
     if config.name == "demo_cpu.yaml":
-        assert training.use_cpu and not training.bf16 and model.use_peft and script.suite == "bfcl-single"
+        assert training.use_cpu and not training.bf16 and model.use_peft and tasks.suite == "bfcl-single"
         # the demo shows learning held-out: >= 100 test tasks across several categories, before and after
-        assert script.held_out_comparison and training.eval_tasks >= 100 and len(script.categories) >= 3
-        assert script.sft_warmup_steps > 0 and not training.gradient_checkpointing
+        assert script.held_out_comparison and training.eval_tasks >= 100 and len(tasks.categories) >= 3
+        assert warmup.sft_warmup_steps > 0 and not training.gradient_checkpointing
 
 
 def test_ablation_flags_override_the_yaml(monkeypatch, tmp_path):
-    _, training, _ = parse(
+    _, training, *_ = parse(
         DEMO_CONFIG,
         "--output_dir",
         str(tmp_path),
@@ -96,13 +96,13 @@ def test_each_config_builds_a_trainer_on_cpu(config, monkeypatch, tmp_path, suit
         "--gradient_checkpointing",
         "false",
     ]
-    script, training, model_args = parse(config, *flags, monkeypatch=monkeypatch)
+    _, training, model_args, task_args, _ = parse(config, *flags, monkeypatch=monkeypatch)
     recipe = recipe_module()
-    if script.suite != suite.name:  # the demo trains bfcl-single
+    if task_args.suite != suite.name:  # the demo trains bfcl-single
         from seal_hub.envs.builtin import load_suite
 
-        suite = load_suite(script.suite)
-    tasks = recipe.training_tasks(suite, script)[:2]
+        suite = load_suite(task_args.suite)
+    tasks = recipe.training_tasks(suite, task_args)[:2]
     model, tokenizer = load_policy(model_args)
     trainer = SealTrainer(
         model,
@@ -123,10 +123,10 @@ def test_each_config_builds_a_trainer_on_cpu(config, monkeypatch, tmp_path, suit
 
 def test_demo_picks_the_shortest_training_prompts(suite):
     recipe = recipe_module()
-    script = recipe.SealScriptArguments(task_order="shortest", num_train_tasks=3)
-    tasks = recipe.training_tasks(suite, script)
+    task_args = recipe.TaskArguments(task_order="shortest", num_train_tasks=3)
+    tasks = recipe.training_tasks(suite, task_args)
     sizes = [recipe.prompt_size(suite, t) for t in tasks]
-    everything = recipe.training_tasks(suite, recipe.SealScriptArguments(task_order="split"))
+    everything = recipe.training_tasks(suite, recipe.TaskArguments(task_order="split"))
     assert sizes == sorted(sizes) and sizes[-1] <= min(recipe.prompt_size(suite, t) for t in everything[:50])
 
 
@@ -135,21 +135,21 @@ def test_training_defaults_to_the_paper_split_and_keeps_the_others(suite, tmp_pa
 
     recipe = recipe_module()
     paper = paper_split()
-    default = recipe.training_tasks(suite, recipe.SealScriptArguments())
+    default = recipe.training_tasks(suite, recipe.TaskArguments())
     assert [t.id for t in default] == list(paper.train)
-    seeded = recipe.training_tasks(suite, recipe.SealScriptArguments(split_file="stratified", split_seed=3))
+    seeded = recipe.training_tasks(suite, recipe.TaskArguments(split_file="stratified", split_seed=3))
     assert [t.id for t in seeded] == list(stratified_split(suite.tasks, seed=3).train)
     assert [t.id for t in seeded] != list(paper.train)
     path = tmp_path / "split.json"
     path.write_text('{"train": ["multi_turn_base_7", "multi_turn_base_2"], "test": []}')
-    by_path = recipe.training_tasks(suite, recipe.SealScriptArguments(split_file=str(path)))
+    by_path = recipe.training_tasks(suite, recipe.TaskArguments(split_file=str(path)))
     assert [t.id for t in by_path] == ["multi_turn_base_7", "multi_turn_base_2"]
 
 
 @pytest.mark.parametrize("config", [c for c in CONFIGS if c.name in GPU_CONFIGS], ids=lambda c: c.name)
 def test_gpu_configs_train_on_the_paper_split_with_its_episode_budget(config, monkeypatch):
-    script, training, _ = parse(config, gpu=True, monkeypatch=monkeypatch)
-    assert script.split_file == "paper"
+    _, training, _, tasks, _ = parse(config, gpu=True, monkeypatch=monkeypatch)
+    assert tasks.split_file == "paper"
     assert training.max_steps_per_episode == 20
     assert training.interface_mode == "released"  # the paper configs reproduce the released run
 
@@ -160,7 +160,7 @@ def test_a_zero_episode_budget_is_refused_with_the_field_name(monkeypatch, tmp_p
 
 
 def test_paper_full_ft_takes_the_released_optimisation_settings(monkeypatch):
-    _, training, _ = parse(ROOT / "recipes" / "configs" / "paper_full_ft.yaml", gpu=True, monkeypatch=monkeypatch)
+    _, training, *_ = parse(ROOT / "recipes" / "configs" / "paper_full_ft.yaml", gpu=True, monkeypatch=monkeypatch)
     assert str(training.lr_scheduler_type).rsplit(".", 1)[-1].lower() == "constant"
     assert training.weight_decay == 0.01 and training.learning_rate == 1e-6
     assert training.loss_type == "grpo" and training.delta == 10.0 and training.epsilon == 0.2
@@ -186,23 +186,27 @@ EVOLVE_FLAGS = {
 def test_every_evolution_threshold_is_a_recipe_flag_that_reaches_the_trainer(monkeypatch, tmp_path, suite):
     from dataclasses import fields
 
-    from seal_hub.interface.evolve import EvolveConfig, EvolveSettings
+    from seal_hub.interface.evolve import EvolveConfig
+    from seal_hub.interface.rho import RhoSettings
     from seal_hub.models import build_tiny_model, load_policy
     from seal_hub.training import SealTrainer
 
-    assert set(EVOLVE_FLAGS) == {f.name for f in fields(EvolveSettings)}
+    switches = {"schema_cues", "recovery_feedback", "capability_guidelines", "default_values"}  # mode and suite's
+    thresholds = {f.name for f in fields(EvolveConfig)} - switches
+    assert set(EVOLVE_FLAGS) == thresholds | {f.name for f in fields(RhoSettings)} - {"closed_loop", "reweighting"}
     defaults = EvolveConfig()
     flags = ["--output_dir", str(tmp_path / "out"), "--model_name_or_path", str(build_tiny_model(tmp_path / "tiny"))]
     for name, (text, value) in EVOLVE_FLAGS.items():
-        assert getattr(defaults, name) != value, name
+        assert getattr(RhoSettings() if name.startswith("rho_") else defaults, name) != value, name
         flags += [f"--{name}", *([text] if isinstance(text, str) else text)]
-    script, training, model_args = parse(LOOP, *flags, monkeypatch=monkeypatch)
+    _, training, model_args, task_args, _ = parse(LOOP, *flags, monkeypatch=monkeypatch)
     model, tokenizer = load_policy(model_args)
-    tasks = recipe_module().training_tasks(suite, script)[:1]
+    tasks = recipe_module().training_tasks(suite, task_args)[:1]
     trainer = SealTrainer(model, args=training, processing_class=tokenizer, suite=suite, train_tasks=tasks)
     for name, (_, value) in EVOLVE_FLAGS.items():
-        assert getattr(trainer.evolve_config, name) == value, name
-    assert trainer.window.config.rho_beta == 0.5
+        record = trainer.window.settings if name.startswith("rho_") else trainer.evolve_config
+        expected = tuple(value) if isinstance(value, list) else value
+        assert getattr(record, name) == expected, name
 
 
 @pytest.mark.parametrize(
@@ -252,8 +256,8 @@ def test_the_docs_four_plus_four_gpu_server_command_parses_into_server_mode(tmp_
 
 def test_fewer_training_tasks_than_one_generation_batch_draws_is_refused_with_the_numbers(tmp_path):
     """TRL's sampler drops an incomplete generation batch: 1 task for a batch of 2 prompts would train nothing."""
-    from seal_hub.scripts.seal import TooFewTasksError, check_enough_tasks
     from seal_hub.training import SealConfig
+    from seal_hub.training.selection import TooFewTasksError, check_enough_tasks
 
     config = SealConfig(
         output_dir=str(tmp_path), use_cpu=True, per_device_train_batch_size=8, num_generations=4, report_to=[]

@@ -111,9 +111,9 @@ def recipe_flags(base: Path, out: Path, max_steps: int = 1) -> list[str]:
 def test_the_recipe_trains_one_step_from_a_published_interface_and_adapter(local, models, tmp_path, monkeypatch):
     require_bfcl()  # its suite is BFCL's
     out = tmp_path / "run"
-    script, training, model_args = parse(LOOP, *recipe_flags(models["base"], out), monkeypatch=monkeypatch)
-    assert model_args.lora_r == 8  # the adapter's own r=4 must win
-    recipe_module().main(script, training, model_args)
+    args = parse(LOOP, *recipe_flags(models["base"], out), monkeypatch=monkeypatch)
+    assert args[2].lora_r == 8  # the adapter's own r=4 must win (args[2]: the model's arguments)
+    recipe_module().main(*args)
 
     env_commit = commit_of(local, SRC_ENV, "dataset", "v1")
     adapter_commit = commit_of(local, SRC_ADAPTER, "model", "iter-1")

@@ -237,11 +237,11 @@ def test_reward_funcs_is_a_recipe_yaml_key_and_a_comma_separated_flag(tmp_path, 
     keys = {"environment": "helpers.trl_envs:ROOMS", "dataset": "rooms.jsonl", "output_dir": str(tmp_path / "run")}
     keys["reward_funcs"] = ["helpers.trl_envs:partial_credit", "helpers.trl_envs:not_mine"]
     config.write_text(yaml.safe_dump(keys | {"success_threshold": 0.5, "use_cpu": True}))
-    script, training, _ = parse(config, monkeypatch=monkeypatch)
-    assert script.reward_funcs == keys["reward_funcs"] and training.success_threshold == 0.5
+    _, training, _, tasks, _ = parse(config, monkeypatch=monkeypatch)
+    assert tasks.reward_funcs == keys["reward_funcs"] and training.success_threshold == 0.5
     flag = "helpers.trl_envs:partial_credit,helpers.trl_envs:not_mine"
-    script, _, _ = parse(config, "--reward_funcs", flag, monkeypatch=monkeypatch)
-    assert script.reward_funcs == keys["reward_funcs"]
+    _, _, _, tasks, _ = parse(config, "--reward_funcs", flag, monkeypatch=monkeypatch)
+    assert tasks.reward_funcs == keys["reward_funcs"]
 
 
 def test_a_reward_function_that_raises_during_training_loses_no_record_and_says_so_once_per_row(

@@ -132,20 +132,16 @@ def test_the_recipe_flags_parse_into_the_recipe_configs(tmp_path, monkeypatch):
     from dataclasses import fields
 
     from helpers.recipes import recipe_module
-    from trl import TrlParser
-
-    from seal_hub.models import PolicyConfig
-    from seal_hub.training import SealConfig
 
     words = commands(dry_run(tmp_path, PUBLISH_RUN="alice/seal-7b"))["n1"][1]
     recipe_flags = words[words.index("recipes/seal.py") + 1 :]
     recipe = recipe_module()
-    known = {f.name for cls in (recipe.SealScriptArguments, SealConfig, PolicyConfig) for f in fields(cls)}
+    known = {f.name for cls in recipe.make_parser().dataclass_types for f in fields(cls)}
     assert {w[2:] for w in recipe_flags if w.startswith("--")} - {"config"} <= known
     # bf16 needs the GPU this machine lacks (as tests/test_recipes.py parses the GPU configs)
     argv = ["seal.py", *recipe_flags, "--bf16", "false", "--use_cpu", "true"]
     monkeypatch.setattr(sys, "argv", argv)
-    script, training, model = TrlParser((recipe.SealScriptArguments, SealConfig, PolicyConfig)).parse_args_and_config()
+    script, training, model, *_ = recipe.make_parser().parse_args_and_config()
     assert training.use_vllm and training.vllm_mode == "server" and training.vllm_server_host == "n5"
     assert (training.vllm_server_port, training.vllm_group_port) == (8000, 51216)
     assert training.output_dir == str(tmp_path / "shared" / "qwen2.5-7b-full-server")

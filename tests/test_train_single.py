@@ -63,21 +63,21 @@ def test_the_shipped_split_is_half_of_every_category_seeded_and_disjoint(single)
 
 
 def test_training_tasks_come_from_the_train_half_and_held_out_tasks_from_the_test_half(single, tmp_path):
-    from seal_hub.scripts.seal import task_split
     from seal_hub.training.held_out import held_out_tasks
+    from seal_hub.training.selection import task_split
 
     recipe = recipe_module()
     test = set(single.split_ids("test"))
     for order in ("split", "shortest"):
-        script = recipe.SealScriptArguments(suite="bfcl-single", task_order=order)
-        trained = {t.id for t in recipe.training_tasks(single, script)}
+        task_args = recipe.TaskArguments(suite="bfcl-single", task_order=order)
+        trained = {t.id for t in recipe.training_tasks(single, task_args)}
         assert trained == set(single.split_ids("train")) and not trained & test
-    held = held_out_tasks(single, task_split(single, recipe.SealScriptArguments(suite="bfcl-single")).test, 22)
+    held = held_out_tasks(single, task_split(single, recipe.TaskArguments(suite="bfcl-single")).test, 22)
     assert {t.id for t in held} <= test and len({t.category for t in held}) == len(single.categories)
     path = tmp_path / "split.json"  # --split_file still takes a path
     path.write_text(json.dumps({"train": ["simple_python_3"], "test": ["simple_python_4"]}))
-    script = recipe.SealScriptArguments(suite="bfcl-single", split_file=str(path))
-    assert [t.id for t in recipe.training_tasks(single, script)] == ["simple_python_3"]
+    task_args = recipe.TaskArguments(suite="bfcl-single", split_file=str(path))
+    assert [t.id for t in recipe.training_tasks(single, task_args)] == ["simple_python_3"]
 
 
 # ----- the labels -----

@@ -18,7 +18,8 @@ schema cues also show their defaults (`default_values`), and its recovery hints 
 classes its tools raised (`exception_hint`: a known class's text, else the class's own docstring), given to
 `evolve` as `raised` (class name -> docstring, from the suite) and kept once given.
 
-`EvolveSettings` holds the thresholds of these rules and of the rho update (`seal_hub.interface.rho`) in one place.
+`EvolveConfig` is the frozen record of these rules' switches and thresholds; a run builds it from `SealConfig`'s
+flat fields (`SealConfig.evolve_config`), which keep their recipe names.
 
 Not covered: the rho update (`seal_hub.interface.rho`), applying the weights to advantages
 (`seal_hub.training.trainer`, with `RolloutDiagnosis.weight`) and publishing snapshots (`seal_hub.hub`).
@@ -26,10 +27,9 @@ Not covered: the rho update (`seal_hub.interface.rho`), applying the weights to 
 
 from __future__ import annotations
 
-import copy
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass
 
 from seal_hub.diagnosis import FAILURE_LABELS, FailureProfile, Label
 from seal_hub.envs.protocol import ErrorKind
@@ -161,37 +161,25 @@ GUIDELINES: dict[Label, str] = {
 }
 
 
-@dataclass
-class EvolveSettings:
-    """The thresholds and options of the evolution rules and the rho update, defined once: `SealConfig` inherits
-    them (so every one is a recipe field and flag) and `EvolveConfig` adds the component switches."""
+@dataclass(frozen=True)
+class EvolveConfig:
+    """The rules `evolve` follows: the component switches (from `interface_mode` and the suite in a run,
+    `evolve_config_for`) and the thresholds. A run builds it from `SealConfig`'s flat fields of the same names
+    (`SealConfig.evolve_config`); an invalid value is refused here, with the field's name."""
 
-    type_hints: bool = field(default=False, metadata={"help": "Schema cues also append each argument's type."})
-    hint_kinds: list[str] = field(
-        default_factory=lambda: [str(kind) for kind in ErrorKind],
-        metadata={"help": "Error kinds that get a recovery hint (values of seal_hub.envs.protocol.ErrorKind)."},
-    )
-    guideline_min_prevalence: float = field(
-        default=0.10, metadata={"help": "A capability guideline needs its label's prevalence >= this."}
-    )
-    guideline_min_count: int = field(
-        default=8, metadata={"help": "A capability guideline needs at least this many turns with its label."}
-    )
-    guideline_max_mean_reward: float = field(
-        default=0.6, metadata={"help": "A capability guideline needs its label's mean reward < this."}
-    )
-    max_guidelines: int = field(
-        default=MAX_GUIDELINES,
-        metadata={"help": f"Capability guidelines kept, best score first (at most {MAX_GUIDELINES})."},
-    )
-    rho_beta: float = field(default=0.25, metadata={"help": "EMA step of the closed-loop rho update, in (0, 1]."})
-    rho_count_scale: float = field(
-        default=32, metadata={"help": "Turn count at which a label's evidence in the rho update is full."}
-    )
-    rho_min: float = field(default=0.5, metadata={"help": "Lower clamp of a label's rho target."})
-    rho_max: float = field(default=2.0, metadata={"help": "Upper clamp of a label's rho target."})
+    schema_cues: bool = True  # evolve schema cues (turn them on)
+    recovery_feedback: bool = True  # evolve recovery feedback (hints per error kind)
+    capability_guidelines: bool = True  # evolve capability guidelines
+    default_values: bool = False  # schema cues also show defaults (a suite whose schemas carry them)
+    type_hints: bool = False  # schema cues also append each argument's type
+    hint_kinds: tuple[str, ...] = tuple(str(kind) for kind in ErrorKind)  # error kinds that get a recovery hint
+    guideline_min_prevalence: float = 0.10  # a guideline needs its label's prevalence >= this
+    guideline_min_count: int = 8  # ... at least this many turns with its label
+    guideline_max_mean_reward: float = 0.6  # ... and its label's mean reward < this
+    max_guidelines: int = MAX_GUIDELINES  # guidelines kept, best score first
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "hint_kinds", tuple(self.hint_kinds))  # a list from a config, kept as a tuple
         unknown = sorted(set(self.hint_kinds) - {str(kind) for kind in ErrorKind})
         if unknown:
             raise ValueError(f"hint_kinds: unknown error kind(s) {unknown}; use values of ErrorKind")
@@ -203,33 +191,6 @@ class EvolveSettings:
             raise ValueError(f"guideline_max_mean_reward must be in (0, 1], got {self.guideline_max_mean_reward}")
         if not 0 <= self.max_guidelines <= MAX_GUIDELINES:
             raise ValueError(f"max_guidelines must be in [0, {MAX_GUIDELINES}], got {self.max_guidelines}")
-        if not 0.0 < self.rho_beta <= 1.0:
-            raise ValueError(f"rho_beta must be in (0, 1], got {self.rho_beta}")
-        if self.rho_count_scale <= 0:
-            raise ValueError(f"rho_count_scale must be > 0, got {self.rho_count_scale}")
-        if not 0.0 < self.rho_min <= self.rho_max:
-            raise ValueError(
-                f"rho_min ({self.rho_min}) and rho_max ({self.rho_max}) need 0 < rho_min <= rho_max; "
-                "set rho_min below rho_max"
-            )
-
-    def evolve_settings(self) -> dict:
-        """These fields' values, for `evolve_config_for(mode, **settings)`."""
-        return {f.name: copy.copy(getattr(self, f.name)) for f in fields(EvolveSettings)}
-
-
-@dataclass
-class EvolveConfig(EvolveSettings):
-    """The rules `evolve` and `update_rho` follow: the component switches (from `interface_mode` and
-    `closed_loop` in a run) and the settings."""
-
-    schema_cues: bool = field(default=True, metadata={"help": "evolve schema cues (turn them on)"})
-    recovery_feedback: bool = field(default=True, metadata={"help": "evolve recovery feedback (hints per error kind)"})
-    capability_guidelines: bool = field(default=True, metadata={"help": "evolve capability guidelines"})
-    closed_loop: bool = field(default=True, metadata={"help": "update rho every step (False: fixed rho)"})
-    default_values: bool = field(
-        default=False, metadata={"help": "schema cues also show defaults (a suite whose schemas carry them)"}
-    )
 
 
 INTERFACE_MODES = ("released", "full")

@@ -1,7 +1,8 @@
 """SEAL training on TRL: `SealConfig` (config.py) and `SealTrainer` (trainer.py), as TRL pairs them, with what
 only training uses beside them: the loop state a checkpoint carries (loop_state.py), the training sampler whose
 epochs a resume repeats (sampler.py), the held-out evaluation during training (held_out.py), the SFT warm-up
-(warmup.py) and which suites can train (suites.py).
+(warmup.py), and the training script's steps: the tasks chosen once (selection.py), the held-out comparison
+(comparison.py) and the printed summary (summary.py).
 
 Imported lazily: `import seal_hub.training` loads neither torch nor TRL until a name is used.
 """

@@ -13,6 +13,8 @@ each into its own evaluation directory under the run:
 so `seal-hub report RUN/eval/base RUN/eval/final` compares them, `seal-hub eval --adapter NS/RUN-adapter@iter-K`
 with the printed flags scores the same tasks the same way, and the final evaluation can be published on the
 adapter's card (model-index) as `seal-hub eval --publish` does. Each directory resumes like any evaluation.
+`HeldOutComparison` is the one object the script holds for it: `base` and `warmup` before training (the main
+process evaluates, the others go on), `final` after it, which returns the summary's held-out block.
 
 Not covered: confidence intervals over seeds (one run is one seed; `seal_hub.experiment` runs several).
 """
@@ -22,7 +24,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from seal_hub.envs.suite import Suite, SuiteTask
 from seal_hub.evaluation import EvalProtocol, EvalSpec, evaluate_policy, interface_record
@@ -33,7 +35,12 @@ from seal_hub.interface import InterfaceSnapshot
 from seal_hub.models.merged import merged_lora
 from seal_hub.rollout import PolicyInfo, build_hf_backend
 from seal_hub.run_records import held_out_files
-from seal_hub.training.held_out import HeldOutResult
+from seal_hub.training.held_out import HeldOutResult, held_out_protocol, write_held_out
+
+if TYPE_CHECKING:
+    from seal_hub.training.config import SealConfig
+    from seal_hub.training.selection import TaskSelection
+    from seal_hub.training.trainer import SealTrainer
 
 EVAL_DIR = "eval"
 STAGES = ("base", "warmup", "final")
@@ -171,3 +178,68 @@ def stage_point(result: EvalResult, step: int, protocol: EvalProtocol) -> HeldOu
         task_ids=tuple(t.task_id for t in result.trajectories),
         protocol=protocol,
     )
+
+
+@dataclass
+class HeldOutComparison:
+    """A run's held-out comparison: the same plan scored before training (`base`), after the warm-up (`warmup`)
+    and after SEAL (`final`), each stage into `output_dir/eval/<stage>`, the policy recorded as `base_record`
+    (`{"id": model, "revision": ...}`). Only `main_process` evaluates; `merge_lora` generates with LoRA merged."""
+
+    plan: HeldOutPlan
+    output_dir: str
+    base_record: dict[str, Any]
+    merge_lora: bool = False
+    main_process: bool = True
+
+    @classmethod
+    def of(cls, selection: TaskSelection, config: SealConfig, base_record: dict[str, Any], main_process: bool):
+        """The comparison of a run's selected tasks (`TaskSelection.held_out`) under its held-out protocol."""
+        protocol, source = held_out_protocol(config), selection.split.source
+        plan = HeldOutPlan(selection.suite, selection.held_out, protocol, source, selection.categories)
+        merge = bool(config.merge_lora_for_generation)
+        return cls(plan, config.output_dir, base_record, merge, main_process)
+
+    def base(self, model, tokenizer) -> None:
+        """The model before any training, into `eval/base`."""
+        if self.main_process:
+            out = stage_dir(self.output_dir, "base")
+            evaluate_stage(self.plan, model, tokenizer, out, self.base_record, None, self.merge_lora)
+
+    def warmup(self, model, tokenizer, steps: int) -> None:
+        """The model after the SFT warm-up of `steps` steps, into `eval/warmup`."""
+        if self.main_process:
+            warm = {"id": f"{self.base_record['id']} + SFT warm-up ({steps} steps)"}
+            out = stage_dir(self.output_dir, "warmup")
+            evaluate_stage(self.plan, model, tokenizer, out, warm | self.base_record, None, self.merge_lora)
+
+    def final(self, trainer: SealTrainer, tokenizer) -> list[str]:
+        """The final policy on the held-out tasks, recorded as the adapter published at the last iteration (and
+        the result published on its card, as `seal-hub eval --publish` does); then the comparison's lines."""
+        from seal_hub.hub.sources import resolve_reference
+
+        plan, output_dir, step = self.plan, self.output_dir, trainer.state.global_step
+        adapter_record, reproduce, repo = None, None, None
+        if trainer.publish is not None and step > 0:  # the adapter these weights are, as published
+            registry = trainer.publish.registry()
+            ref = f"{trainer.publish.repos.adapter}@iter-{step}"
+            resolved = resolve_reference(ref, "adapter", registry=registry).source
+            adapter_record = {"ref": ref, "repo": resolved.repo_id, "revision": resolved.revision}
+            adapter_record |= {"commit": resolved.commit, "backend": resolved.backend}
+            scheme = "local://" if resolved.backend == "local" else ""
+            reproduce = f"seal-hub eval --model {self.base_record['id']} --adapter {scheme}{ref} {plan.eval_flags()}"
+            repo = f"{trainer.publish.run}-eval"
+        final = stage_dir(output_dir, "final")
+        model, merge = trainer.model, self.merge_lora
+        result = evaluate_stage(plan, model, tokenizer, final, self.base_record, adapter_record, merge)
+        lines = []
+        if repo is not None:
+            from seal_hub.evaluation.publish import publish_evaluation
+
+            lines += publish_evaluation(final, repo, registry)
+        stages = {s: read_stage(stage_dir(output_dir, s)) for s in ("base", "warmup")}
+        stages = {s: scores for s, scores in stages.items() if scores is not None}
+        stages |= held_out_curve(output_dir, before_step=step) | {"final": result.scores}
+        if step > 0:  # the curve's last point, where `seal-hub report` reads the training-time evaluations
+            write_held_out(output_dir, stage_point(result, step, plan.protocol))
+        return lines + comparison_lines(plan, stages, reproduce, final_step=step)

@@ -1,7 +1,12 @@
 """`SealConfig`: GRPO's settings plus SEAL's, as TRL pairs a config with its trainer (`GRPOConfig` ->
-`GRPOTrainer`). The defaults are the paper's where it gives one (docs/method.md); the thresholds of interface
-evolution and of the rho update come from `EvolveSettings`. Cross-field checks raise `ValueError` naming the
-field and the fix.
+`GRPOTrainer`). The defaults are the paper's where it gives one (docs/method.md). Its fields are flat, as TRL's
+configs are: the ones of the rho update (`closed_loop`, `reweighting`, `rho_*`) build the frozen `RhoSettings` the
+trainer's rho window follows (`rho_settings()`, `seal_hub.interface.rho`, where the formula is), and those of
+interface evolution (`type_hints`, `hint_kinds`, `guideline_*`, `max_guidelines`, with `interface_mode`) the frozen
+`EvolveConfig` (`evolve_config()`, `seal_hub.interface.evolve`). Both are built at parse time too, so an invalid
+value is refused there. Cross-field checks raise `ValueError` naming the field and the fix.
+
+Not covered: the training script's own arguments (`seal_hub.scripts.seal`) and the policy's (`PolicyConfig`).
 """
 
 from __future__ import annotations
@@ -13,16 +18,19 @@ from trl import GRPOConfig
 
 from seal_hub.config_checks import require_at_least_one
 from seal_hub.defaults import EVAL_MAX_NEW_TOKENS, MAX_CONTEXT_TOKENS, MAX_LIVE_EPISODES
-from seal_hub.interface.evolve import INTERFACE_MODES, EvolveSettings
+from seal_hub.envs.protocol import ErrorKind
+from seal_hub.interface.evolve import INTERFACE_MODES, EvolveConfig, evolve_config_for
+from seal_hub.interface.rho import RhoSettings
+from seal_hub.interface.snapshot import MAX_GUIDELINES
 from seal_hub.toolcalls import check_parser_style
 from seal_hub.training.groups import DYNAMIC_SAMPLING
 from seal_hub.training.task_sampler import TASK_SAMPLERS
 
 
 @dataclass
-class SealConfig(GRPOConfig, EvolveSettings):
-    """GRPO's settings plus SEAL's (docs/method.md holds the paper's values); the thresholds of interface
-    evolution and of the rho update (`rho_beta`, `guideline_min_count`, ...) come from `EvolveSettings`."""
+class SealConfig(GRPOConfig):
+    """GRPO's settings plus SEAL's (docs/method.md holds the paper's values), flat; `rho_settings()` and
+    `evolve_config()` are the records the rho update and interface evolution follow."""
 
     env_adaptation: bool = field(default=True, metadata={"help": "Evolve the learning interface from diagnoses."})
     reweighting: bool = field(default=True, metadata={"help": "Multiply GRPO advantages by the rollout weight."})
@@ -51,6 +59,30 @@ class SealConfig(GRPOConfig, EvolveSettings):
             "choices": list(TASK_SAMPLERS),
         },
     )
+    type_hints: bool = field(default=False, metadata={"help": "Schema cues also append each argument's type."})
+    hint_kinds: list[str] = field(
+        default_factory=lambda: [str(kind) for kind in ErrorKind],
+        metadata={"help": "Error kinds that get a recovery hint (values of seal_hub.envs.protocol.ErrorKind)."},
+    )
+    guideline_min_prevalence: float = field(
+        default=0.10, metadata={"help": "A capability guideline needs its label's prevalence >= this."}
+    )
+    guideline_min_count: int = field(
+        default=8, metadata={"help": "A capability guideline needs at least this many turns with its label."}
+    )
+    guideline_max_mean_reward: float = field(
+        default=0.6, metadata={"help": "A capability guideline needs its label's mean reward < this."}
+    )
+    max_guidelines: int = field(
+        default=MAX_GUIDELINES,
+        metadata={"help": f"Capability guidelines kept, best score first (at most {MAX_GUIDELINES})."},
+    )
+    rho_beta: float = field(default=0.25, metadata={"help": "EMA step of the closed-loop rho update, in (0, 1]."})
+    rho_count_scale: float = field(
+        default=32, metadata={"help": "Turn count at which a label's evidence in the rho update is full."}
+    )
+    rho_min: float = field(default=0.5, metadata={"help": "Lower clamp of a label's rho target."})
+    rho_max: float = field(default=2.0, metadata={"help": "Upper clamp of a label's rho target."})
     max_new_tokens: int = field(default=256, metadata={"help": "Tokens one model step (one reply) may generate."})
     max_context_tokens: int = field(
         default=MAX_CONTEXT_TOKENS, metadata={"help": "Longest token sequence of one episode."}
@@ -164,7 +196,8 @@ class SealConfig(GRPOConfig, EvolveSettings):
             raise ValueError(f"task_sampler must be one of {', '.join(TASK_SAMPLERS)}, got {self.task_sampler!r}")
         if self.interface_mode not in INTERFACE_MODES:
             raise ValueError(f"interface_mode must be 'released' or 'full', got {self.interface_mode!r}")
-        EvolveSettings.__post_init__(self)  # the evolution thresholds (GRPOConfig's chain does not reach it)
+        self.rho_settings()  # the records, built here to check them: a bad threshold is refused with its name
+        self.evolve_config()
         if not self.restore_callback_states_from_checkpoint:
             raise ValueError(
                 "restore_callback_states_from_checkpoint=False would resume SEAL with a fresh rho window and the "
@@ -179,6 +212,32 @@ class SealConfig(GRPOConfig, EvolveSettings):
         super().__post_init__()
         if self.num_generations is not None and self.num_generations < 2:
             raise ValueError("num_generations must be >= 2: GRPO's advantages compare rollouts of the same task")
+
+    def rho_settings(self) -> RhoSettings:
+        """The rho update's record (`seal_hub.interface.rho`): the ablation switches and the update's numbers."""
+        return RhoSettings(
+            closed_loop=self.closed_loop,
+            reweighting=self.reweighting,
+            rho_beta=self.rho_beta,
+            rho_count_scale=self.rho_count_scale,
+            rho_min=self.rho_min,
+            rho_max=self.rho_max,
+        )
+
+    def evolve_config(self, *, tool_errors: bool = True, default_values: bool = False) -> EvolveConfig:
+        """Interface evolution's record for `interface_mode` on a suite whose tools can fail (`tool_errors`) and
+        whose schemas carry defaults (`default_values`), with this config's thresholds."""
+        return evolve_config_for(
+            self.interface_mode,
+            tool_errors=tool_errors,
+            default_values=default_values,
+            type_hints=self.type_hints,
+            hint_kinds=tuple(self.hint_kinds),
+            guideline_min_prevalence=self.guideline_min_prevalence,
+            guideline_min_count=self.guideline_min_count,
+            guideline_max_mean_reward=self.guideline_max_mean_reward,
+            max_guidelines=self.max_guidelines,
+        )
 
 
 def check_not_trainer_push(config) -> None:

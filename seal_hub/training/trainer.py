@@ -87,7 +87,7 @@ from seal_hub.envs.episode import EpisodeSettings
 from seal_hub.envs.suite import Suite, SuiteTask
 from seal_hub.hub.callback import PublishCallback, publish_callback
 from seal_hub.interface import InterfaceSnapshot
-from seal_hub.interface.evolve import evolve, evolve_config_for, starting_interface
+from seal_hub.interface.evolve import evolve, starting_interface
 from seal_hub.interface.rho import RhoWindow
 from seal_hub.interface.store import SnapshotStore
 from seal_hub.kill_points import kill_point
@@ -235,14 +235,8 @@ class SealTrainer(GRPOTrainer):
             default_values=defaults,
             user_environment=suite.record(),  # a user environment's record (None for a built-in suite)
         )
-        self.evolve_config = evolve_config_for(
-            args.interface_mode,
-            tool_errors=suite.tool_errors,
-            default_values=defaults,
-            closed_loop=args.closed_loop,
-            **args.evolve_settings(),
-        )
-        self.window = RhoWindow(self.evolve_config, rho=dict(self.interface.rho))  # a published start's rho
+        self.evolve_config = args.evolve_config(tool_errors=suite.tool_errors, default_values=defaults)
+        self.window = RhoWindow(args.rho_settings(), rho=dict(self.interface.rho))  # a published start's rho
         self.window_epoch = 0
         self.store = SnapshotStore(Path(args.output_dir) / "interfaces")
         self._weights: list[float] | None = None
@@ -368,7 +362,7 @@ class SealTrainer(GRPOTrainer):
         # the released order: observe the batch (every group drawn), update rho, then weight it with the new rho
         rho = self.window.step(all_diagnoses)
         self.task_sampler.observe((t.task_id, t.passed) for t in all_trajectories)
-        all_weights = [d.weight(rho) if args.reweighting else 1.0 for d in all_diagnoses]
+        all_weights = self.window.weights(all_diagnoses)
         everyone = all_trajectories, all_diagnoses, all_weights
         self._update_loop(all_trajectories)
         if self.accelerator.is_main_process:

@@ -23,6 +23,9 @@ run with the same settings loads that adapter instead of training again, and one
 refused (it would not start from the same warm-up). The card PEFT writes beside the adapter is corrected as a
 training folder's (`seal_hub.hub.cards.correct_training_card`): it names no path of this machine.
 
+`WarmupArguments` are the training script's flags for it (`sft_*`), and `warm_up` is what the script calls: the
+policy wrapped in its LoRA adapter, then trained (or loaded from the shared folder) on the training tasks.
+
 Not covered: distilling from a stronger model's trajectories (any tokenized dataset works with `run_warmup`).
 """
 
@@ -30,8 +33,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from datasets import Dataset
 
@@ -45,6 +49,10 @@ from seal_hub.rollout.engine import (
     first_messages,
     observation_messages,
 )
+
+if TYPE_CHECKING:
+    from seal_hub.models import PolicyConfig
+    from seal_hub.training.config import SealConfig
 
 Conversation = dict[str, Any]  # {"messages": chat messages, "tools": the tools shown}
 
@@ -206,3 +214,93 @@ def shared_warmup(
     if barrier is not None:
         barrier()
     return False
+
+
+@dataclass
+class WarmupArguments:
+    """The training script's SFT warm-up flags and YAML keys (off by default)."""
+
+    sft_warmup_steps: int = field(
+        default=0,
+        metadata={"help": "SFT steps on the training tasks' ground truth before SEAL (format teaching); 0: none."},
+    )
+    sft_learning_rate: float = field(default=1e-4, metadata={"help": "Learning rate of the SFT warm-up."})
+    sft_batch_size: int = field(
+        default=1, metadata={"help": "Conversations per SFT warm-up step (accumulated one at a time: no padding)."}
+    )
+    sft_frozen_context: bool = field(
+        default=False,
+        metadata={
+            "help": "Run each warm-up conversation's context (before its first trained token) without gradient: "
+            "about 2x faster per conversation on the CPU demo; the answer positions still learn "
+            "(seal_hub.training.frozen_context)."
+        },
+    )
+    sft_warmup_dir: str | None = field(
+        default=None,
+        metadata={
+            "help": "A folder runs share to start from one warm-up (the experiment's arms of a seed): the first run "
+            "trains the warm-up and saves it there, a later one with the same settings loads it; unset: "
+            "output_dir/sft-warmup, not shared."
+        },
+    )
+
+
+def warm_up(
+    model,
+    peft_config,
+    tokenizer,
+    suite: Suite,
+    tasks: Sequence[SuiteTask],
+    args: WarmupArguments,
+    config: SealConfig,
+    model_args: PolicyConfig,
+):
+    """The SFT warm-up on the training tasks' answers, or the shared one `sft_warmup_dir` already holds; returns
+    the model wrapped in the LoRA adapter of `peft_config` (None: `model` as it is), which GRPO goes on training."""
+    from accelerate import PartialState
+    from peft import get_peft_model
+
+    model = get_peft_model(model, peft_config) if peft_config is not None else model
+    steps = args.sft_warmup_steps
+
+    def train() -> None:
+        run_warmup(
+            model,
+            tokenizer,
+            warmup_dataset(suite, tasks, tokenizer),
+            steps,
+            output_dir=str(Path(config.output_dir) / "sft-warmup"),
+            learning_rate=args.sft_learning_rate,
+            frozen_context=args.sft_frozen_context,
+            use_cpu=config.use_cpu,
+            bf16=config.bf16,
+            per_device_train_batch_size=1,  # one conversation a pass, accumulated: no padding to compute
+            gradient_accumulation_steps=args.sft_batch_size,
+            max_length=config.max_context_tokens,
+            seed=config.seed,
+            gradient_checkpointing=config.gradient_checkpointing,  # TRL's SFTConfig would default to True
+        )
+
+    if args.sft_warmup_dir is None:
+        train()
+        return model
+    if not hasattr(model, "peft_config"):
+        raise WarmupMismatchError("sft_warmup_dir shares a LoRA warm-up: it needs use_peft true")
+    settings = {
+        "model": [model_args.model_name_or_path, model_args.model_revision],
+        "lora": [model_args.lora_r, model_args.lora_alpha, model_args.lora_target_modules],
+        "tasks": [task.id for task in tasks],
+        "steps": steps,
+        "learning_rate": args.sft_learning_rate,
+        "batch_size": args.sft_batch_size,
+        "seed": config.seed,
+        "max_length": config.max_context_tokens,
+    }
+    if args.sft_frozen_context:  # only when on: warm-ups shared before the option existed stay valid
+        settings["frozen_context"] = True
+    state = PartialState()
+    loaded = shared_warmup(model, args.sft_warmup_dir, settings, train, state.is_main_process, state.wait_for_everyone)
+    if loaded and state.is_main_process:
+        print(f"SFT warm-up: loaded the shared one in {args.sft_warmup_dir} ({steps} steps, same settings)")
+    return model

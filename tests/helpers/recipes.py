@@ -19,15 +19,11 @@ def recipe_module():
 
 
 def parse(config: Path, *flags: str, gpu: bool = False, monkeypatch=None):
-    """The recipe's (script, training, model) arguments for `config` and `flags`, as TrlParser reads them."""
-    from trl import TrlParser
-
-    from seal_hub.models import PolicyConfig
-    from seal_hub.training import SealConfig
-
+    """The recipe's (script, training, model, task, warm-up) arguments for `config` and `flags`, as its parser
+    (TrlParser) reads them."""
     recipe = recipe_module()
     if gpu:  # everything the YAML says, but bf16 (which needs the GPU this machine lacks)
         flags = (*flags, "--bf16", "false", "--use_cpu", "true")
-    parser = TrlParser((recipe.SealScriptArguments, SealConfig, PolicyConfig))
+    parser = recipe.make_parser()
     monkeypatch.setattr(sys, "argv", ["seal.py", "--config", str(config), *flags])
     return parser.parse_args_and_config()
