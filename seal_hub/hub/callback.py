@@ -43,6 +43,24 @@ class PublishCallback(TrainerCallback):
         """The trainer whose records this callback publishes (`SealTrainer` calls it)."""
         self.trainer = trainer
 
+    def check_unclaimed(self, output_dir: str | Path) -> None:
+        """Refuse, before any work, a run name another output_dir already published under: its versions are
+        immutable, so this run's first publish would fail after its first step. A relaunch (an output_dir holding a
+        checkpoint) resumes its own run and passes."""
+        if any(Path(output_dir).glob("checkpoint-*")):
+            return
+        registry, repos = self.config.registry(), self.config.repos
+        kinds = ((repos.adapter, "model"), (repos.trajectories, "dataset"), (repos.environment, "dataset"))
+        taken = [repo for repo, kind in kinds if registry.repo_exists(repo, kind) and registry.versions(repo, kind)]
+        if taken:
+            from seal_hub.hub.registry import HubError
+
+            raise HubError(
+                f"run {self.config.run} is already published ({', '.join(taken)}) and {output_dir} holds no "
+                "checkpoint of it: relaunch in the output_dir that published it to resume, or name a new run "
+                "with --publish_run NAMESPACE/NAME"
+            )
+
     def on_save(self, args, state, control, **kwargs):
         if args.should_save:
             self.publish_pending()

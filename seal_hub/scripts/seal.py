@@ -125,6 +125,9 @@ def main(
         _, environment, adapter = run_sources(
             training_args.output_dir, interface=script_args.interface, adapter=script_args.init_adapter
         )
+    publisher = publish_callback(script_args, model_args)
+    if publisher is not None and PartialState().is_main_process:
+        publisher.check_unclaimed(training_args.output_dir)  # before any work, not at the first step's publish
     if adapter is not None:
         check_base_model(adapter, model_args.model_name_or_path, model_args.model_revision)
     model, tokenizer = load_policy(model_args, trust_remote_code=training_args.trust_remote_code)
@@ -147,7 +150,6 @@ def main(
         peft_config = None  # the warm-up's LoRA adapter is the one GRPO goes on training
         if comparison is not None:
             comparison.warmup(model, tokenizer, warmup_args.sft_warmup_steps)
-    publisher = publish_callback(script_args, model_args)
     trainer = SealTrainer(
         model,
         args=training_args,
