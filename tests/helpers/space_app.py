@@ -16,7 +16,7 @@ import pytest
 from helpers.paths import ROOT
 from helpers.replay_data import replay_world
 
-APP = ROOT / "seal_hub" / "replay" / "space" / "app.py"
+APP = ROOT / "spaces" / "replay" / "app.py"  # the Space repository's app, as `seal-hub space` serves it
 # what /open and /show return, in order (the frame is session state, not an output)
 FIELDS = [
     "revision", "iteration", "version", "label", "category", "task", "rollout", "counts", "summary", "chat",
