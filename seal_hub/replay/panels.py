@@ -145,13 +145,14 @@ class ReplayPanel:
 def replay_panel() -> ReplayPanel:
     summary = gr.Markdown("")
     with gr.Row():
-        first = gr.Button("⏮ First", size="sm")
-        back = gr.Button("◀ Back", size="sm")
-        play = gr.Button("▶ Play", size="sm")
-        forward = gr.Button("Forward ▶", size="sm")
-        last = gr.Button("Last ⏭", size="sm")
-        position = gr.Markdown("")
-        link = gr.Markdown("")
+        first = gr.Button("⏮ First", size="sm", scale=1, min_width=90)
+        back = gr.Button("◀ Back", size="sm", scale=1, min_width=90)
+        play = gr.Button("▶ Play", size="sm", scale=1, min_width=90)
+        forward = gr.Button("Forward ▶", size="sm", scale=1, min_width=90)
+        last = gr.Button("Last ⏭", size="sm", scale=1, min_width=90)
+        with gr.Column(scale=2, min_width=260):  # "step 12 of 12 · turn 4 of 4" on one line, the link below it
+            position = gr.Markdown("")
+            link = gr.Markdown("")
     with gr.Row():
         chat = gr.Chatbot(label="Episode", height=620, scale=3, elem_id="seal-chat")
         shown = gr.Markdown("", label="What the agent was shown", max_height=620, container=True)

@@ -325,6 +325,9 @@ class Page:
             values = self.shown(a, missing_ok=True)
         except Exception as exc:  # noqa: BLE001
             values = self.failed(exc, list(params.values()))
+        if not (params.get("run") or settings.run) and not values[self.status]:
+            others = f"; {len(runs) - 1} more under Run" if len(runs) > 1 else ""
+            values[self.status] = f"No run given: showing **{a.run}**, the newest run of the local registry{others}."
         # the box names the run the link asked for, even a wrong one
         values[self.browse.run] = gr.update(choices=list(dict.fromkeys([*runs, a.run])), value=a.run)
         if b is None or values[self.status]:
