@@ -52,13 +52,20 @@ def project_version() -> str:
     return tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
 
 
+SHIPPED = {"model_cards": "seal_hub/model_cards", "spaces/replay": "seal_hub/spaces/replay"}  # pyproject's mapping
+
+
 def data_files() -> list[str]:
-    """Every file under seal_hub/ that is not Python source: what the code reads from the package."""
-    return sorted(
-        str(p.relative_to(ROOT))
+    """Every file under seal_hub/ that is not Python source, and every file of the two top-level folders the wheel
+    ships inside the package, each at its place in the wheel: what the code reads from the package."""
+    found = [
+        (p, str(p.relative_to(ROOT)))
         for p in (ROOT / "seal_hub").rglob("*")
-        if p.is_file() and p.suffix not in (".py", ".pyc") and "__pycache__" not in p.parts
-    )
+        if p.suffix not in (".py", ".pyc") and "__pycache__" not in p.parts
+    ]
+    for folder, inside in SHIPPED.items():
+        found += [(p, f"{inside}/{p.relative_to(ROOT / folder)}") for p in (ROOT / folder).rglob("*")]
+    return sorted(name for p, name in found if p.is_file() and "__pycache__" not in p.parts)
 
 
 def test_the_demo_config_is_one_file():
@@ -133,8 +140,9 @@ def build_wheel(tmp_path: Path) -> Path:
     """`pip wheel` of a copy of the project (an in-tree build would leave build/ and *.egg-info behind)."""
     source = tmp_path / "src"
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info", "build")
-    shutil.copytree(ROOT / "seal_hub", source / "seal_hub", ignore=ignore)
-    for name in ("pyproject.toml", "README.md"):
+    for folder in ("seal_hub", *SHIPPED):
+        shutil.copytree(ROOT / folder, source / folder, ignore=ignore)
+    for name in ("pyproject.toml", "setup.py", "README.md"):
         (source / name).write_bytes((ROOT / name).read_bytes())
     command = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-index"]
     done = subprocess.run(
@@ -169,23 +177,44 @@ def wheel(tmp_path_factory) -> Path:
     return build_wheel(tmp_path_factory.mktemp("wheel"))
 
 
-def test_the_wheel_holds_every_data_file_and_card_template(wheel):
-    names = set(zipfile.ZipFile(wheel).namelist())
+def test_the_wheel_holds_every_data_file_and_card_template_once(wheel):
+    listed = zipfile.ZipFile(wheel).namelist()
+    names = set(listed)
+    assert len(listed) == len(names), "a file is in the wheel twice"
     missing = [f for f in data_files() if f not in names]
     assert not missing, f"not in the wheel (add to [tool.setuptools.package-data] in pyproject.toml): {missing}"
     for required in (
         "seal_hub/envs/bfcl/data/paper_split.json",
         "seal_hub/scripts/configs/demo_cpu.yaml",
         "seal_hub/evaluation/metric/seal_success/seal_success.py",
-        "seal_hub/replay/space/app.py",
-        "seal_hub/replay/space/README.md",
-        "seal_hub/replay/space/requirements.txt",
+        "seal_hub/spaces/replay/app.py",
+        "seal_hub/spaces/replay/README.md",
+        "seal_hub/spaces/replay/requirements.txt",
+        "seal_hub/replay/space_app.py",
     ):
         assert required in names
     assert any(n.startswith("seal_hub/report/data/") and n.endswith(".json") for n in names)
-    cards = {n.rsplit("/", 1)[-1] for n in names if n.startswith("seal_hub/hub/card_templates/")}
-    assert cards == {"adapter.md", "model.md", "dataset.md", "environment.md", "evaluation.md"}
+    # the card templates and the Space's files once each: top-level in the tree, inside the package in the wheel
+    card_names = {"adapter.md", "model.md", "dataset.md", "environment.md", "evaluation.md"}
+    cards = [n for n in listed if n.rsplit("/", 1)[-1] in card_names]
+    assert sorted(cards) == sorted(f"seal_hub/model_cards/{name}" for name in card_names)
+    assert [n for n in listed if n.endswith("/app.py") and "replay" in n] == ["seal_hub/spaces/replay/app.py"]
+    assert [n for n in listed if n.endswith("space_app.py")] == ["seal_hub/replay/space_app.py"]
+    assert not [n for n in listed if n.startswith(("model_cards/", "spaces/"))], "shipped inside the package only"
     assert not [n for n in names if ".data/" in n], "everything the code reads is package data, none data-files"
+
+
+def test_the_card_templates_and_the_space_repository_are_in_the_tree_once():
+    """One copy in the tree: the top-level folders, none left inside the package (the wheel maps them there)."""
+    tracked = git_files()
+    templates = [n for n in tracked if n.startswith(("model_cards/", "seal_hub/model_cards/")) or "templates/" in n]
+    assert templates == [
+        f"model_cards/{kind}.md" for kind in ("adapter", "dataset", "environment", "evaluation", "model")
+    ]
+    assert [n for n in tracked if n.rsplit("/", 1)[-1] in ("app.py", "requirements.txt") and "replay" in n] == [
+        "spaces/replay/app.py",
+        "spaces/replay/requirements.txt",
+    ]
 
 
 # run in the wheel's venv, outside any checkout: the demo config through the recipe's parser, the card templates, the
@@ -194,6 +223,7 @@ FROM_THE_WHEEL = """
 import seal_hub
 from seal_hub.hub.cards import template
 from seal_hub.replay.deploy import space_template
+from seal_hub.shipped import MODEL_CARDS, shipped
 from seal_hub.scripts.seal import DEFAULT_CONFIG, make_parser, with_default_config
 args = make_parser().parse_args_and_config(with_default_config(["--output_dir", "out"]))
 script, training, model, tasks, warmup = args
@@ -202,6 +232,7 @@ print(DEFAULT_CONFIG)
 print(tasks.suite, model.model_name_or_path, training.max_steps, training.use_cpu)
 print(space_template())
 print(all(template(kind).startswith("---") for kind in ("adapter", "model", "dataset", "environment", "evaluation")))
+print(shipped(MODEL_CARDS, "adapter.md"))
 """
 
 
@@ -233,12 +264,30 @@ def test_a_wheel_install_finds_its_data_and_answers_seal_hub_space_help_without_
         [str(venv / "bin" / "python"), "-c", FROM_THE_WHEEL], cwd=work, env=env, capture_output=True, text=True
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    package, config, settings, space, templates = done.stdout.strip().splitlines()
+    package, config, settings, space, templates, cards = done.stdout.strip().splitlines()
     assert Path(package).is_relative_to(venv) and Path(config).is_relative_to(venv)
     assert Path(config).read_bytes() == DEMO_CONFIG.read_bytes()
     assert settings == "bfcl-single HuggingFaceTB/SmolLM2-135M-Instruct 3 True"  # the demo's own settings
     assert Path(space).is_relative_to(venv) and (Path(space) / "app.py").is_file()
-    assert templates == "True"
+    assert (Path(space) / "app.py").read_bytes() == (ROOT / "spaces" / "replay" / "app.py").read_bytes()
+    assert templates == "True" and Path(cards).is_relative_to(venv) and Path(cards).name == "model_cards"
+    # `seal-hub space` serves the Space repository's app from the wheel, with no run given (an empty registry)
+    port = free_port()
+    server = subprocess.Popen(
+        [str(venv / "bin" / "seal-hub"), "space", "--port", str(port)],
+        cwd=work,
+        env=env | {"GRADIO_ANALYTICS_ENABLED": "False"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        page = wait_for_page(f"http://127.0.0.1:{port}/", server)
+    finally:
+        server.terminate()
+        output = server.communicate(timeout=60)[0]
+    assert "SEAL replay" in page, output[-3000:]
+    assert "serving the replay Space for the newest run of the local registry" in output
 
 
 @pytest.mark.slow  # a subprocess training (the default suite keeps one: test_first_run's)

@@ -187,6 +187,9 @@ def test_the_viewer_repairs_a_selection_and_opens_a_turn(env):
     assert len(later.messages) > len(replay.messages)
     shown_v1 = viewer.replay(Selection(run="alice/demo", iteration="iter-0", task="multi_turn_base_1", version="v1"))
     assert "#### Interface v1 (parent v0)" in shown_v1.shown_markdown
+    # no turn named: the episode whole, the agent's last answer shown, every turn above it
+    assert shown_v1.frame == shown_v1.view.last_frame > 0 and shown_v1.messages[-1]["role"] == "assistant"
+    assert shown_v1.messages == shown_v1.view.at(shown_v1.view.last_frame) and "turn 4 of 4" in shown_v1.position
 
 
 def replace_turn(selection: Selection, turn: int) -> Selection:
@@ -265,18 +268,23 @@ def test_live_plays_a_published_adapter_under_a_version_and_stops_at_its_limit(e
         next(runner.stream(LiveRequest("tiny", "multi_turn_base_9999", v1)))
 
 
-def test_the_space_requirements_pin_what_pyproject_pins():
+def test_the_space_repository_installs_this_package_and_its_readme_pins_the_gradio_it_pins():
+    """spaces/replay/ is pushed as it is: requirements.txt installs seal_hub (with the bfcl extra: the Space shows
+    BFCL runs) at this version, which pins the stack; the README's front matter names the gradio that pins."""
     import tomllib
     from pathlib import Path
 
+    import yaml
+
     root = Path(__file__).resolve().parents[1]
     project = tomllib.loads((root / "pyproject.toml").read_text())["project"]
-    core_and_bfcl = [*project["dependencies"], *project["optional-dependencies"]["bfcl"]]  # the Space shows BFCL runs
-    pins = dict(d.split("==") for d in core_and_bfcl)
-    lines = (root / "seal_hub" / "replay" / "space" / "requirements.txt").read_text().splitlines()
-    required = dict(line.split("==") for line in lines if line and not line.startswith("#"))
-    assert required and {name: pins.get(name) for name in required} == required
-    assert {"gradio", "datasets", "huggingface-hub", "bfcl-eval", "numpy", "pyarrow", "pydantic"} <= set(required)
+    lines = (root / "spaces" / "replay" / "requirements.txt").read_text().splitlines()
+    assert [line for line in lines if line and not line.startswith("#")] == [f"seal_hub[bfcl]=={project['version']}"]
+    front = yaml.safe_load((root / "spaces" / "replay" / "README.md").read_text().split("---", 2)[1])
+    assert f"gradio=={front['sdk_version']}" in project["dependencies"]
+    assert front["sdk"] == "gradio" and front["app_file"] == "app.py" and front["title"] == "SEAL replay"
+    app = (root / "spaces" / "replay" / "app.py").read_text()
+    assert "from seal_hub.replay.space_app import" in app and "def " not in app  # the page is the package's
 
 
 def test_an_episode_shows_the_tools_of_its_own_suites_task():
@@ -291,3 +299,35 @@ def test_an_episode_shows_the_tools_of_its_own_suites_task():
     tools = viewer._tools("bfcl-single", task.id)
     assert tools and {t["function"]["name"] for t in tools} == {f["name"] for f in task.functions}
     assert viewer._tools("bfcl-single", "no_such_task") == [] and viewer._tools("no-such-suite", task.id) == []
+
+
+def test_the_runs_offered_are_the_local_registrys_newest_first_or_the_deployed_allowlist(tmp_path, monkeypatch):
+    """What the Space's run list holds, the run it opens with none given at the top: the local registry's runs
+    (a -trajectories dataset with a version) newest first, or the deployed run and the runs of its allowlist."""
+    import os
+
+    from seal_hub.hub.local import LocalRegistry
+    from seal_hub.replay.access import Access
+    from seal_hub.replay.runs import local_runs, offered_runs
+
+    monkeypatch.setenv("SEAL_HUB_BACKEND", "local")
+    registry = LocalRegistry(tmp_path / "registry")
+    files = tmp_path / "files"
+    files.mkdir()
+    (files / "rows.json").write_text("{}")
+    for run in ("alice/old", "bob/new"):
+        registry.push(f"{run}-trajectories", "dataset", files, tag="iter-0", message="rows")
+    registry.push("alice/old-env", "dataset", files, tag="v0", message="an environment, not a run")
+    registry.create_repo("carol/empty-trajectories", "dataset")  # no version yet: not a run to show
+    old = registry.path("alice/old-trajectories", "dataset")
+    for path in [old / "packed-refs", *(old / "refs").rglob("*")]:
+        if path.exists():
+            os.utime(path, (1, 1))  # published long ago
+    assert local_runs(registry) == ["bob/new", "alice/old"]
+    assert offered_runs("", Access(), registry) == ["bob/new", "alice/old"]
+    assert offered_runs("alice/old", Access(), registry) == ["alice/old", "bob/new"]  # the given run first
+    deployed = Access(public=True, runs=("alice", "bob/new"), policies=("tiny",))
+    assert offered_runs("alice/demo", deployed, registry) == ["alice/demo", "bob/new"]  # a namespace is not listed
+    monkeypatch.setenv("SEAL_HUB_BACKEND", "hub")
+    assert local_runs(registry) == ["local://bob/new", "local://alice/old"]  # named as `seal-hub space` takes them
+    assert local_runs(LocalRegistry(tmp_path / "nothing here")) == []

@@ -52,7 +52,7 @@ def test_deploy_creates_a_space_pinned_to_the_runs_latest_version(online, capsys
     files = double.files_at("space", "alice/replay", "main")
     assert {"app.py", "requirements.txt", "README.md", "replay.json", "seal_hub/replay/page.py"} <= set(files)
     assert "seal_hub/envs/bfcl/data/paper_split.json" in files
-    assert files["app.py"] == (ROOT / "seal_hub" / "replay" / "space" / "app.py").read_bytes()
+    assert files["app.py"] == (ROOT / "spaces" / "replay" / "app.py").read_bytes()  # the Space repository's, as is
     metadata = front_matter(files["README.md"].decode())
     gradio_pin = next(d for d in tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
                       if d.startswith("gradio=="))  # fmt: skip
@@ -77,8 +77,10 @@ def test_deploy_creates_a_space_pinned_to_the_runs_latest_version(online, capsys
         "runs": ["alice"],
         "policies": ["tiny"],
     }
-    requirements = files["requirements.txt"].decode().split()
-    assert gradio_pin in requirements
+    # the package travels beside app.py: its own pins are installed, not seal_hub from an index
+    requirements = [line for line in files["requirements.txt"].decode().splitlines() if not line.startswith("#")]
+    assert gradio_pin in requirements and "bfcl-eval==2026.3.23" in requirements
+    assert all("==" in line and not line.startswith("seal_hub") and ";" not in line for line in requirements)
 
 
 def test_a_second_deploy_updates_the_same_space_at_another_revision(online):

@@ -30,14 +30,16 @@ def text(message: dict) -> str:
     return "".join(part.get("text", "") for part in content if isinstance(part, dict))
 
 
-def test_open_shows_the_latest_iteration_and_its_first_episode(space):
+def test_open_shows_the_latest_iteration_and_its_first_episode_whole(space):
     page = named(space["client"].predict("alice/demo", "", api_name="/open"))
     assert page["status"] == ""
     assert page["iteration"]["value"] == "iter-1" and page["revision"]["value"] == "main"
     assert page["counts"] == "3 of 3 episodes match"
     assert page["summary"].startswith("**multi_turn_base_0** (rollout 0, base) · ✅ passed")
-    assert page["position"].startswith("step 0 of ") and page["chat"][-1]["role"] == "user"
-    assert text(page["chat"][-1]).startswith("**Turn 1** · ✅ passed · `pass`")
+    assert page["position"] == "step 8 of 8 · turn 4 of 4"  # the episode whole, the agent's last answer shown
+    assert page["chat"][-1]["role"] == "assistant"
+    users = [text(m) for m in page["chat"] if m["role"] == "user"]
+    assert users[0].startswith("**Turn 1** · ✅ passed · `pass`") and users[-1].startswith("**Turn 4**")
     assert "#### Interface v1 (parent v0)" in page["shown"]
     tools = json.loads(page["tools"])
     assert tools and any("[required]" in json.dumps(tool) for tool in tools)  # v1's schema cues

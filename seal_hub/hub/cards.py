@@ -2,11 +2,12 @@
 
 Each card's metadata is built with `huggingface_hub`'s card-data classes (`ModelCardData`, `DatasetCardData`,
 `EvalResult`), so the YAML is what the Hub expects (``model-index`` from evaluation results, ``configs`` for the
-dataset's two configurations), and the body comes from a Jinja template in ``seal_hub/hub/card_templates/``
-(``adapter``, ``model``: the policy card of a full fine-tune, ``dataset``, ``environment``, ``evaluation``), package
-data read with `importlib.resources`, so an installed wheel finds them as a checkout does. Every card links the other
-two artifacts at the matching revision, as `repo@revision` and as a Hub URL (``https://huggingface.co``: a card
-describes the published artifact, and stays byte-identical when a local version is synced to the Hub).
+dataset's two configurations), and the body comes from a Jinja template in the top-level ``model_cards/``
+(``adapter``, ``model``: the policy card of a full fine-tune, ``dataset``, ``environment``, ``evaluation``), which
+the wheel ships inside the package (`seal_hub.shipped`), so an installed wheel finds them as a checkout does. Every
+card links the other two artifacts at the matching revision, as `repo@revision` and as a Hub URL
+(``https://huggingface.co``: a card describes the published artifact, and stays byte-identical when a local version
+is synced to the Hub).
 
 Design choice: cards are built only from the arguments given here (ids, revisions, numbers, the snapshot), never
 from the environment, so no token or local path can slip into one unless passed in on purpose; a base model given as
@@ -23,14 +24,13 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from seal_hub.envs.suite import SuiteCard
 from seal_hub.hub.registry import RepoType
+from seal_hub.shipped import MODEL_CARDS, shipped
 
-TEMPLATES = "card_templates"  # the templates' folder in this package
 HUB_URL = "https://huggingface.co"
 CARD_TAGS = ("seal", "trl", "grpo", "tool-use")
 DATA_CONFIGS = ("trajectories", "diagnoses")
@@ -38,7 +38,7 @@ DATA_CONFIGS = ("trajectories", "diagnoses")
 
 def template(kind: str) -> str:
     """The Jinja template of one kind of card: ``adapter``, ``model``, ``dataset``, ``environment``, ``evaluation``."""
-    return resources.files("seal_hub.hub").joinpath(TEMPLATES, f"{kind}.md").read_text(encoding="utf-8")
+    return (shipped(MODEL_CARDS, f"{kind}.md") / f"{kind}.md").read_text(encoding="utf-8")
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""The replay Space's logic, without any UI: what its app (space/app.py) shows, reachable by tests without a browser.
+"""The replay Space: its logic without any UI, reachable by tests without a browser, and its page.
 
 - where episodes come from: runs (local registry or Hub), evaluation and training directories
   (`replay_source.py`);
@@ -8,6 +8,9 @@
 - two episodes of one task aligned turn by turn, and the interface diff (`compare.py`);
 - each view of the page as plain data, and deep links (`page.py`);
 - live episodes streamed step by step (`live.py`);
+- the runs the page offers, the newest first (`runs.py`);
+- the page: its widgets (`panels.py`) and handlers (`space_app.py`, imported by the Space repository's app.py,
+  top-level spaces/replay/);
 - `seal-hub space` and deploying the Space (`commands.py`, `deploy.py`).
 
 Importing this package is cheap: gradio is never imported here, and torch only when a live episode starts.

@@ -1,14 +1,15 @@
 """`seal-hub space`: serve the replay Space locally, or deploy it to the Hub.
 
-- ``seal-hub space [--run NS/RUN] [--revision REV] [--port N]`` serves the Space's app on this machine (package
-  data, seal_hub/replay/space/app.py, so it serves from a wheel install too; default registry: the local one; a run
-  may also be ``hf://NS/RUN`` or a directory), free to open any run, directory or policy; with ``--public`` it
+- ``seal-hub space [--run NS/RUN] [--revision REV] [--port N]`` serves the Space repository's app.py on this
+  machine (top-level spaces/replay/, which the wheel ships, so it serves from a wheel install too; default
+  registry: the local one; a run may also be ``hf://NS/RUN`` or a directory; without ``--run`` the page lists the
+  local registry's runs and opens the newest), free to open any run, directory or policy; with ``--public`` it
   serves in deployed mode, as a Hub Space does (the run's namespace, or the ``--allow_run`` list, and the policies
   the run published; `seal_hub.replay.access`);
 - ``seal-hub space deploy hf://NS/NAME --run NS/RUN [--allow_run NS ...]`` creates or updates a Space pinned to
   the run's latest version on the Hub (`seal_hub.replay.deploy`), deployed mode fixed in its ``replay.json``.
 
-Not covered: the app itself (seal_hub/replay/space/app.py) and the views it shows (`seal_hub.replay.page`).
+Not covered: the page itself (`seal_hub.replay.space_app`) and the views it shows (`seal_hub.replay.page`).
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ def _serve(args: argparse.Namespace) -> int:
     app = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = app  # the app's dataclasses look their module up
     spec.loader.exec_module(app)
-    print(f"serving the replay Space for {args.run or '(no run: type one in the page)'}")
+    print(f"serving the replay Space for {args.run or 'the newest run of the local registry (no --run given)'}")
     app.demo.launch(server_port=args.port, css=app.CSS, theme=app.THEME, ssr_mode=False, share=False)
     return 0
 

@@ -2,13 +2,15 @@
 
 `deploy_space("hf://NS/NAME", "NS/RUN")` reads the run's three repositories on the Hub (``-trajectories``, ``-env``,
 ``-adapter``), pins the trajectories to their latest version (``iter-<k>`` tag and its commit) and records the
-environment and adapter versions, then creates (or updates) the Space with: ``app.py`` and ``requirements.txt`` from
-the package (``seal_hub/replay/space/``), a ``README.md`` whose front matter lists the run's datasets and models and
-whose text says what a visitor can and cannot run, ``replay.json`` (the run, the pinned revision, the versions it
-saw, ``"public": true`` and the allowlists: the runs it may show and the live policies, see
-`seal_hub.replay.access.space_policies`), and the ``seal_hub`` package itself (its Python files and data), so the
-Space runs exactly the code that deployed it, in deployed mode without any flag. One commit per deploy; a second
-deploy updates the same Space.
+environment and adapter versions, then creates (or updates) the Space from the Space repository of this project
+(top-level ``spaces/replay/``, shipped in the wheel: `seal_hub.shipped`): its ``app.py`` as it is; its ``README.md``
+with the run's datasets and models added to the front matter and a section saying what a visitor can and cannot
+run; ``replay.json`` (the run, the pinned revision, the versions it saw, ``"public": true`` and the allowlists: the
+runs it may show and the live policies, see `seal_hub.replay.access.space_policies`); and the ``seal_hub`` package
+itself (its Python files and data), so the Space runs exactly the code that deployed it, in deployed mode without
+any flag. Where ``spaces/replay/requirements.txt`` installs seal_hub from the package index, the deployed one lists
+that package's own pinned requirements (its metadata: the core and the bfcl extra), since the package travels
+beside app.py. One commit per deploy; a second deploy updates the same Space.
 
 Design choice: the Space reads the run from the Hub at the pinned tag, so later iterations published to the run
 do not change what a deployed Space shows until it is deployed again. A run that exists only in the local
@@ -24,7 +26,6 @@ import os
 import shutil
 import tempfile
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -32,18 +33,38 @@ import yaml
 
 from seal_hub.hub.registry import _REPO_ID, HubError, Ref
 from seal_hub.replay.episodes import ReplayError
+from seal_hub.shipped import SPACE_REPO, shipped
 
-SPACE_FILES = ("app.py", "requirements.txt")
 PACKAGE_DATA = ("*.py", "*.json")
+SPACE_EXTRA = "bfcl"  # the Space shows BFCL runs' episodes with their tasks' tools
 
 
 def space_template() -> Path:
-    """The folder holding the Space's app.py, README.md and requirements.txt: package data
-    (``seal_hub/replay/space/``), so a wheel install serves and deploys the Space as a checkout does."""
-    folder = Path(str(resources.files("seal_hub.replay").joinpath("space")))
-    if not (folder / "app.py").is_file():
-        raise ReplayError(f"no app.py in {folder}: the seal_hub installation is incomplete; reinstall it")
-    return folder
+    """The Space repository's folder (``spaces/replay/``: app.py, README.md, requirements.txt), from a checkout or
+    from the wheel, which ships it inside the package."""
+    try:
+        return shipped(SPACE_REPO, "app.py")
+    except FileNotFoundError as exc:
+        raise ReplayError(str(exc)) from None
+
+
+def package_requirements(extra: str = SPACE_EXTRA) -> list[str]:
+    """The installed seal_hub's own requirements, as pinned in its metadata: the core's and `extra`'s."""
+    from importlib.metadata import PackageNotFoundError, requires
+
+    from packaging.requirements import Requirement
+
+    try:
+        declared = requires("seal_hub") or []
+    except PackageNotFoundError:
+        raise ReplayError("seal_hub is not installed (no metadata): `pip install -e .` before deploying") from None
+    pinned = []
+    for text in declared:
+        requirement = Requirement(text)
+        if requirement.marker is None or requirement.marker.evaluate({"extra": extra}):
+            requirement.marker = None
+            pinned.append(str(requirement))
+    return pinned
 
 
 @dataclass(frozen=True)
@@ -149,8 +170,9 @@ def stage_space(pins: RunPins, folder: Path) -> Path:
     import seal_hub
 
     template = space_template()
-    for name in SPACE_FILES:
-        shutil.copy2(template / name, folder / name)
+    shutil.copy2(template / "app.py", folder / "app.py")
+    header = f"# seal_hub {seal_hub.__version__}'s pinned requirements (the package itself is beside app.py)\n"
+    (folder / "requirements.txt").write_text(header + "\n".join(package_requirements()) + "\n", encoding="utf-8")
     readme = space_readme((template / "README.md").read_text(encoding="utf-8"), pins)
     (folder / "README.md").write_text(readme, encoding="utf-8")
     (folder / "replay.json").write_text(json.dumps(pins.config(), indent=2) + "\n", encoding="utf-8")

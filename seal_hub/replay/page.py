@@ -15,7 +15,7 @@ BFCL suite (for the tools a task shows). Its methods answer one view each:
 the side-by-side view). Every problem a visitor can cause raises `ReplayError` with a readable message (a task the
 iteration does not hold: `MissingTask`, so a deep link can open the run anyway).
 
-Not covered: widgets and events (the app, seal_hub/replay/space/app.py), live episodes (`seal_hub.replay.live`).
+Not covered: widgets and events (`seal_hub.replay.space_app`), live episodes (`seal_hub.replay.live`).
 """
 
 from __future__ import annotations
@@ -237,11 +237,12 @@ class Viewer:
         return source, selection, found, table.trajectory(found.row)
 
     def replay(self, selection: Selection, frame: int | None = None) -> Replay:
-        """The episode at `frame` (default: the start of `selection.turn`, else the first frame)."""
+        """The episode at `frame` (default: the start of `selection.turn`, else the episode whole: its last frame,
+        the agent's answer shown)."""
         source, selection, summary, trajectory = self.episode(selection)
         view = render_episode(trajectory, summary.labels)
         if frame is None:
-            frame = view.frame_of_turn(selection.turn) if selection.turn is not None else 0
+            frame = view.frame_of_turn(selection.turn) if selection.turn is not None else view.last_frame
         frame = clamp(frame, view.last_frame)
         version = trajectory.interface_version if selection.version == EPISODE_VERSION else selection.version
         snapshot = source.interface(version)

@@ -15,7 +15,7 @@ then the environment, which overrides it:
 `access()` gives the visitor rules (`seal_hub.replay.access.Access`) these settings mean. Bad values fail at
 start-up with the variable's name.
 
-Not covered: the checks themselves (`seal_hub.replay.access`), the page (seal_hub/replay/space/app.py).
+Not covered: the checks themselves (`seal_hub.replay.access`), the page (`seal_hub.replay.space_app`).
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ import pytest
 from helpers.paths import ROOT
 from helpers.replay_data import replay_world
 
-APP = ROOT / "seal_hub" / "replay" / "space" / "app.py"
+APP = ROOT / "spaces" / "replay" / "app.py"  # the Space repository's app, as `seal-hub space` serves it
 # what /open and /show return, in order (the frame is session state, not an output)
 FIELDS = [
     "revision", "iteration", "version", "label", "category", "task", "rollout", "counts", "summary", "chat",
@@ -53,14 +53,23 @@ def browse(client, **chosen):
 
 @contextmanager
 def served_app(
-    root: Path, suite, name: str, env: Mapping[str, str] | None = None, styled: bool = False
+    root: Path,
+    suite,
+    name: str,
+    env: Mapping[str, str] | None = None,
+    styled: bool = False,
+    run: str | None = "alice/demo",
 ) -> Iterator[tuple[Any, str, dict]]:
     """The app (module `name`) on the scripted run ``alice/demo`` in `root`, launched on a free loopback port with
     `env` set and the session's `suite` shared with its viewer; yields the app, its URL and the run's world.
-    `styled`: with the app's CSS and theme, as `seal-hub space` serves it (what a browser test looks at)."""
+    `styled`: with the app's CSS and theme, as `seal-hub space` serves it (what a browser test looks at); `run`
+    None: served with no run given, as `seal-hub space` without --run."""
     with pytest.MonkeyPatch.context() as patch:
         world = replay_world(root, suite, patch)
-        patch.setenv("SEAL_REPLAY_RUN", "alice/demo")
+        if run is None:
+            patch.delenv("SEAL_REPLAY_RUN", raising=False)
+        else:
+            patch.setenv("SEAL_REPLAY_RUN", run)
         for key, value in (env or {}).items():
             patch.setenv(key, value)
         app = load_app(APP, name)
