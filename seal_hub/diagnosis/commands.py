@@ -14,7 +14,7 @@ from seal_hub.cli_args import environment_arguments, environment_options
 def _diagnose(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from seal_hub.diagnosis import DEFAULT_RHO, FailureProfile, Label
+    from seal_hub.diagnosis import DEFAULT_RHO, DiagnosisError, FailureProfile, Label
     from seal_hub.envs.builtin import resolve_suite
     from seal_hub.rollout import read_trajectories
 
@@ -24,6 +24,10 @@ def _diagnose(args: argparse.Namespace) -> int:
         raise FileNotFoundError(f"no trajectory Parquet files under {root} (seal-hub rollout writes them)")
     trajectories = [t for path in files for t in read_trajectories(path)]
     suite = resolve_suite(args.suite, **environment_options(args))
+    if not suite.turn_labels:
+        from seal_hub.envs.builtin import labelled_suites
+
+        raise DiagnosisError(f"suite {suite.name!r} has no turn labels; suites with them: {', '.join(labelled_suites())}")
     diagnoses = [suite.diagnose(t, suite.task(t.task_id)) for t in trajectories]
     profile = FailureProfile.of(diagnoses)
     print(f"{len(trajectories)} rollouts, {profile.turns} labelled turns, from {len(files)} file(s)")

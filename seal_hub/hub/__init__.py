@@ -26,6 +26,7 @@ from seal_hub.hub.artifacts import (
     publish_policy,
     publish_trajectories,
 )
+from seal_hub.hub.backends import get_registry
 from seal_hub.hub.cards import EvalScore, Link
 from seal_hub.hub.hf import HubRegistry
 from seal_hub.hub.loading import fetch, load_adapter, load_interface, load_model, load_trajectories
@@ -40,7 +41,6 @@ from seal_hub.hub.registry import (
     Version,
     VersionExistsError,
     configured_backend,
-    get_registry,
 )
 from seal_hub.hub.sources import (
     PublishedPolicy,

@@ -22,7 +22,8 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from seal_hub.hub.registry import HubError, Ref, RepoType, registry_for, with_type
+from seal_hub.hub.backends import registry_for
+from seal_hub.hub.registry import HubError, Ref, RepoType, with_type
 
 if TYPE_CHECKING:
     from datasets import Dataset

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
 from seal_hub.atomic import write_json
+from seal_hub.hub.backends import registry_for
 from seal_hub.hub.registry import (
     DEFAULT_BRANCH,
     Backend,
@@ -44,7 +45,6 @@ from seal_hub.hub.registry import (
     Registry,
     RepoNotFoundError,
     RepoType,
-    registry_for,
     with_type,
 )
 
@@ -187,7 +187,7 @@ def resolve_reference(ref: str | Ref, kind: Kind, *, registry: Registry | None =
 
 def open_source(source: Source, *, registry: Registry | None = None) -> Resolved[Any]:
     """Load a recorded `Source` from its commit (no resolution: the commit is immutable)."""
-    from seal_hub.hub.registry import get_registry
+    from seal_hub.hub.backends import get_registry
 
     registry = registry or get_registry(source.backend)
     folder = registry.download(source.pinned)

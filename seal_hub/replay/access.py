@@ -113,8 +113,8 @@ def deployed(run: str, runs: tuple[str, ...] = (), policies: tuple[str, ...] = (
 def space_policies(run: str, revision: str = "") -> tuple[str, ...]:
     """``tiny``, then each adapter of `run` up to iteration `revision` (all when none) and its base model."""
     from seal_hub.hub import RunRepos, fetch
+    from seal_hub.hub.backends import registry_for
     from seal_hub.hub.loading import adapter_base
-    from seal_hub.hub.registry import registry_for
 
     ref = Ref.parse(run)
     adapters = Ref(RunRepos.of(ref.repo_id).adapter, "model", None, ref.backend)

@@ -25,7 +25,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from seal_hub.hub.registry import HubError, Ref, registry_for
+from seal_hub.hub.backends import registry_for
+from seal_hub.hub.registry import HubError, Ref
 from seal_hub.interface import InterfaceError, InterfaceSnapshot, load_snapshot
 from seal_hub.replay.episodes import EpisodeTable, ReplayError, read_iteration
 from seal_hub.run_records import iteration_folders
