@@ -50,9 +50,7 @@ def test_a_suite_without_labels_or_warm_up_refuses_both_by_name():
 
     telecom = Tau2TelecomSuite(tasks={})
     assert isinstance(telecom, Suite)
-    with pytest.raises(
-        DiagnosisError, match="^suite 'tau2-telecom' has no turn labels$"
-    ):
+    with pytest.raises(DiagnosisError, match="^suite 'tau2-telecom' has no turn labels$"):
         telecom.diagnose(None, None)
     with pytest.raises(
         ValueError, match="^no SFT warm-up for suite 'tau2-telecom': it has no reference answers to teach$"

@@ -27,7 +27,9 @@ def _diagnose(args: argparse.Namespace) -> int:
     if not suite.turn_labels:
         from seal_hub.envs.builtin import labelled_suites
 
-        raise DiagnosisError(f"suite {suite.name!r} has no turn labels; suites with them: {', '.join(labelled_suites())}")
+        raise DiagnosisError(
+            f"suite {suite.name!r} has no turn labels; suites with them: {', '.join(labelled_suites())}"
+        )
     diagnoses = [suite.diagnose(t, suite.task(t.task_id)) for t in trajectories]
     profile = FailureProfile.of(diagnoses)
     print(f"{len(trajectories)} rollouts, {profile.turns} labelled turns, from {len(files)} file(s)")

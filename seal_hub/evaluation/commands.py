@@ -51,7 +51,8 @@ def _eval(args: argparse.Namespace) -> int:
         interface_record,
         run_evaluation,
     )
-    from seal_hub.hub.sources import check_base_model, load_snapshot_or_ref
+    from seal_hub.hub.loading import load_interface
+    from seal_hub.hub.sources import check_base_model
     from seal_hub.interface import InterfaceSnapshot
 
     positive_limit(args.limit)
@@ -64,7 +65,7 @@ def _eval(args: argparse.Namespace) -> int:
             raise ValueError("--publish records the scores on the evaluated adapter's card: give --adapter REF")
         if Ref.parse(args.publish, "dataset").revision is not None:
             raise HubError(f"--publish {args.publish}: give a repository without '@revision'")
-    loaded = None if args.interface in (None, "null") else load_snapshot_or_ref(args.interface)
+    loaded = None if args.interface in (None, "null") else load_interface(args.interface)
     record = loaded.user_environment if loaded is not None and args.environment is None else None
     suite = resolve_suite(args.suite, record=record, **environment_options(args))  # a user env's version: its own
     tasks = suite.select(suite.split_ids(args.split, args.split_file))
