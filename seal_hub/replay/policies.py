@@ -92,8 +92,9 @@ class PolicyCache:
 def published_policy(name: str) -> PublishedPolicy | None:
     """The policy version `name` names when a registry holds it: the registry the reference names (``local://``,
     ``hf://``, else the configured one) has a model repository of that id, and the revision's files say what it is
-    (`seal_hub.hub.policy.read_policy`: an adapter or a whole model). None for a name that is no reference, or no
-    repository of that registry (a model id: `load_policy` loads it). Nothing is read into the name itself."""
+    (`seal_hub.hub.policy.read_policy`: an adapter or a whole model). None for a name that is no reference, or,
+    without a scheme, no repository of the configured registry (a model id: `load_policy` loads it); a scheme naming
+    a registry without that repository is a `HubError`. Nothing is read into the name itself."""
     from seal_hub.hub import HubError, Ref
     from seal_hub.hub.backends import registry_for
     from seal_hub.hub.policy import read_policy
@@ -111,6 +112,8 @@ def published_policy(name: str) -> PublishedPolicy | None:
             return read_policy(registry.download(with_type(ref, registry, "model")), name)
         except HubError:
             return None
+    if not held and ref.backend is not None:  # local:// or hf:// names a registry: the name is no model id
+        raise HubError(f"{name}: no model repository {ref.repo_id} in the {registry.backend} registry")
     return read_policy(registry.download(with_type(ref, registry, "model")), name) if held else None
 
 
