@@ -33,9 +33,9 @@ def test_peft_loads_an_adapter_in_one_place_of_the_package():
     found = []
     for path in sorted((ROOT / "seal_hub").rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.Attribute) and node.attr == "from_pretrained":
-                if isinstance(node.value, ast.Name) and node.value.id == "PeftModel":
-                    found.append(str(path.relative_to(ROOT)))
+            called = isinstance(node, ast.Attribute) and node.attr == "from_pretrained"
+            if called and isinstance(node.value, ast.Name) and node.value.id == "PeftModel":
+                found.append(str(path.relative_to(ROOT)))
     assert found == ["seal_hub/hub/sources.py"]
 
 
