@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from seal_hub.envs.user.spec import DEFAULT_CALL_TIMEOUT_S, DEFAULT_EVAL_FRACTION
-from seal_hub.toolcalls import PARSER_STYLES
+from seal_hub.models.toolcalls import PARSER_STYLES
 
 PARSER_STYLE_HELP = {"help": "tool-call format (default: the one the chat template writes)", "choices": PARSER_STYLES}
 

@@ -127,7 +127,7 @@ def test_a_corrupt_trajectory_file_is_a_clear_error(tmp_path, capsys):
 
 
 def test_a_corrupt_checkpoint_state_names_the_file_and_the_fix(tmp_path):
-    from seal_hub.run_records import last_checkpoint, load_state
+    from seal_hub.training.run_records import last_checkpoint, load_state
 
     folder = tmp_path / "checkpoint-3"
     folder.mkdir()

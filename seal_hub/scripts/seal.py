@@ -71,9 +71,7 @@ from seal_hub.hub import HubError, PublishConfig
 from seal_hub.hub.callback import PublishCallback
 from seal_hub.hub.sources import SourceError, attach_policy, check_base_model, derive_interface, run_sources
 from seal_hub.interface import InterfaceError
-from seal_hub.kill_points import kill_point
 from seal_hub.models import PolicyConfig, load_policy, lora_config
-from seal_hub.run_records import last_checkpoint, read_metrics
 from seal_hub.training import SealConfig, SealTrainer
 from seal_hub.training.comparison import (
     HeldOutPlan,
@@ -85,6 +83,8 @@ from seal_hub.training.comparison import (
     stage_point,
 )
 from seal_hub.training.held_out import held_out_protocol, held_out_tasks, write_held_out
+from seal_hub.training.kill_points import kill_point
+from seal_hub.training.run_records import last_checkpoint, read_metrics
 from seal_hub.training.warmup import (
     WarmupMismatchError,
     require_answers,

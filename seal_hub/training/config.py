@@ -14,7 +14,7 @@ from trl import GRPOConfig
 from seal_hub.config_checks import require_at_least_one
 from seal_hub.defaults import EVAL_MAX_NEW_TOKENS, MAX_CONTEXT_TOKENS, MAX_LIVE_EPISODES
 from seal_hub.interface.evolve import INTERFACE_MODES, EvolveSettings
-from seal_hub.toolcalls import check_parser_style
+from seal_hub.models.toolcalls import check_parser_style
 from seal_hub.training.groups import DYNAMIC_SAMPLING
 from seal_hub.training.task_sampler import TASK_SAMPLERS
 
