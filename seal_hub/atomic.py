@@ -8,7 +8,7 @@ mid-way leaves only a hidden temporary file (`.NAME.*.tmp`, which no reader glob
 The temporary name is unique, so two processes writing the same target cannot clobber each other's half file.
 
 Not covered: directories (a run's `iterations/step_N` folder is built as `step_N.partial` and renamed whole:
-`seal_hub.run_records`).
+`seal_hub.training.run_records`).
 """
 
 from __future__ import annotations

@@ -1,113 +1,148 @@
-"""Argument helpers the subcommand modules share (`seal_hub/*/commands.py`): every option spelled as the
-recipe's field of the same meaning, and the task-selection flags of commands that run a suite.
+"""The arguments the commands that run a suite share, as dataclasses parsed with transformers' `HfArgumentParser`
+(as the training script's are): which tasks (`TaskArguments`) and a user's own environment in place of a built-in
+suite (`EnvironmentArguments`). A command's own dataclass adds its fields to these (keyword-only fields, so a
+command's required ones can follow them), and `add_command` turns it into a `seal-hub` subcommand.
 
-Why a module of its own: each package adds its own subcommands next to the code it drives; these few helpers
-are what those `commands.py` files have in common, and living here (not in `cli.py`) keeps the imports one way
-(`cli.py` imports the command modules, never the reverse).
+One spelling per option: a field's name (``--max_new_tokens``, the training recipe's spelling, its YAML key);
+`HfArgumentParser`'s dashed aliases are dropped (pre-1.0, the earlier dashed spellings are gone). One rule for
+`--limit` (N tasks of the split, its categories taken in turn, `seal_hub.envs.suite.in_turn`, as the held-out
+subsets are taken), one way to list categories (``--categories simple multiple``, as `seal-hub train` lists them;
+a comma-separated word is split too), and the split's seed (`--split_seed`, for ``--split_file stratified``) apart
+from any sampling seed.
+
+Why a module of its own: each package adds its subcommands next to the code it drives; these are what those
+`commands.py` files have in common, and living here (not in `cli.py`) keeps the imports one way (`cli.py` imports
+the command modules, never the reverse).
+
+Not covered: the training script's arguments (`seal_hub.scripts.seal`, parsed with TRL's `TrlParser`).
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
 
 from seal_hub.envs.user.spec import DEFAULT_CALL_TIMEOUT_S, DEFAULT_EVAL_FRACTION
-from seal_hub.toolcalls import PARSER_STYLES
+from seal_hub.models.toolcalls import PARSER_STYLES
 
-PARSER_HELP = "tool-call format (default: the one the chat template writes)"
-
-__all__ = [
-    "PARSER_HELP",
-    "PARSER_STYLES",
-    "environment_arguments",
-    "environment_options",
-    "option",
-    "positive_limit",
-    "task_arguments",
-]
+PARSER_STYLE_HELP = {"help": "tool-call format (default: the one the chat template writes)", "choices": PARSER_STYLES}
 
 
-def option(parser: argparse.ArgumentParser, name: str, **kwargs) -> None:
-    """`--name`, spelled as the recipe's field of the same meaning (`seal-hub train` flags, YAML keys); one
-    spelling only (pre-1.0: the earlier dashed ones are gone)."""
-    parser.add_argument(f"--{name}", **kwargs)
+@dataclass(kw_only=True)
+class TaskArguments:
+    """Which tasks a command runs: a suite, its split, and a subset of it."""
 
-
-def task_arguments(parser: argparse.ArgumentParser, default_split: str, suites: list[str] | None = None) -> None:
-    """`--suite`, `--split`, `--split_file`, `--no_progress`: which tasks a command runs."""
-    from seal_hub.envs.builtin import SUITES
-
-    choices = suites or list(SUITES)
-    parser.add_argument("--suite", choices=choices, default=choices[0], help="task suite (default: %(default)s)")
-    parser.add_argument("--split", default=default_split, help="train, test or all (or a suite's named split)")
-    option(
-        parser,
-        "split_file",
+    suite: str = field(default="bfcl", metadata={"help": "task suite: bfcl, bfcl-single, bfcl-memory, tau2-telecom"})
+    split: str = field(default="test", metadata={"help": "train, test or all (or a suite's named split)"})
+    split_file: str | None = field(
         default=None,
-        help="'paper' (bfcl's default: the SEAL paper's 400/400 split, shipped), 'stratified' (seeded by --seed), "
-        "or a JSON file with 'train' and 'test' task-id lists",
+        metadata={
+            "help": "'paper' (bfcl's default: the SEAL paper's 400/400 split, shipped), 'stratified' (seeded by "
+            "--split_seed), or a JSON file with 'train' and 'test' task-id lists"
+        },
     )
-    option(parser, "no_progress", action="store_true", help="no progress bar")
-    environment_arguments(parser)
+    split_seed: int = field(default=0, metadata={"help": "seed of the stratified split (--split_file stratified)"})
+    limit: int | None = field(
+        default=None, metadata={"help": "N tasks of the split, its categories taken in turn (default: all)"}
+    )
+    categories: list[str] | None = field(
+        default=None, metadata={"help": "categories of the suite to run, e.g. --categories simple multiple (all)"}
+    )
+    no_progress: bool = field(default=False, metadata={"help": "no progress bar"})
+
+    def __post_init__(self) -> None:
+        if self.limit is not None and self.limit < 1:
+            raise ValueError(f"--limit must be >= 1, got {self.limit}")
+        if self.categories is not None:
+            named = [part.strip() for item in self.categories for part in item.split(",")]
+            self.categories = list(dict.fromkeys(part for part in named if part)) or None
+
+    def select(self, suite: Any) -> list[Any]:
+        """The tasks of `suite` these arguments name: the split (of `split_file`, seeded by `split_seed`), then
+        `limit` of them with the `categories` taken in turn."""
+        from seal_hub.envs.suite import in_turn
+
+        tasks = suite.select(suite.split_ids(self.split, self.split_file, seed=self.split_seed))
+        if self.limit is not None or self.categories:
+            tasks = in_turn(tasks, self.limit, self.categories)
+        return tasks
+
+    def split_source(self, suite: Any) -> str:
+        """How results name the split: its file (or the suite's default) and the categories chosen."""
+        chosen = f"; categories {','.join(self.categories)}" if self.categories else ""
+        return (self.split_file or suite.default_split) + chosen
 
 
-def environment_arguments(parser: argparse.ArgumentParser) -> None:
-    """`--environment`, `--dataset`, `--dataset_revision`, `--eval_fraction`, `--call_timeout_s`, `--reward_funcs`,
-    `--success_threshold`, `--episodes`, `--episode_seed`: a user's own TRL setup (`environment_factory`, reward
-    functions) and its dataset, or its seeded episodes, instead of `--suite` (docs/environments.md)."""
-    option(
-        parser,
-        "environment",
+@dataclass(kw_only=True)
+class EnvironmentArguments:
+    """A user's own TRL setup (`environment_factory`, reward functions) and its dataset, or its seeded episodes,
+    instead of `--suite` (docs/environments.md)."""
+
+    environment: str | None = field(
         default=None,
-        help="your environment class, 'package.module:Class' (TRL's environment_factory form), instead of --suite",
+        metadata={"help": "your environment class, 'package.module:Class' (TRL's environment_factory form)"},
     )
-    option(parser, "dataset", default=None, help="its tasks: a datasets repo id (repo@rev), a saved folder or JSONL")
-    option(parser, "dataset_revision", default=None, help="the dataset repo's revision (or give repo@rev)")
-    option(
-        parser,
-        "eval_fraction",
-        type=float,
+    dataset: str | None = field(
+        default=None, metadata={"help": "its tasks: a datasets repo id (repo@rev), a saved folder or JSONL"}
+    )
+    dataset_revision: str | None = field(default=None, metadata={"help": "the dataset repo's revision"})
+    eval_fraction: float = field(
         default=DEFAULT_EVAL_FRACTION,
-        help="the share of every category held out when the dataset names no split (as the run trained with)",
+        metadata={"help": "the share of every category held out when the dataset names no split"},
     )
-    option(
-        parser,
-        "call_timeout_s",
-        type=float,
-        default=DEFAULT_CALL_TIMEOUT_S,
-        help="time limit of one call into the environment",
+    call_timeout_s: float = field(
+        default=DEFAULT_CALL_TIMEOUT_S, metadata={"help": "time limit of one call into the environment"}
     )
-    option(
-        parser,
-        "reward_funcs",
-        default=None,
-        help="its reward functions, TRL's form: 'package.module:function[,...]' (as the run trained with)",
+    reward_funcs: str | None = field(
+        default=None, metadata={"help": "its reward functions, TRL's form: 'package.module:function[,...]'"}
     )
-    option(
-        parser,
-        "success_threshold",
-        type=float,
-        default=None,
-        help="the reward at or above which an episode passed (default 1.0; as the run trained with)",
+    success_threshold: float | None = field(
+        default=None, metadata={"help": "the reward at or above which an episode passed (default 1.0)"}
     )
-    option(parser, "episodes", type=int, default=None, help="no dataset (reset makes the prompt): held-out episodes")
-    option(parser, "episode_seed", type=int, default=0, help="no dataset: the seed its episodes start from")
+    episodes: int | None = field(default=None, metadata={"help": "no dataset (reset makes the prompt): episodes"})
+    episode_seed: int = field(default=0, metadata={"help": "no dataset: the seed its episodes start from"})
+
+    def environment_options(self) -> dict[str, Any]:
+        """The keywords `seal_hub.envs.builtin.resolve_suite` takes from these fields."""
+        options: dict[str, Any] = {
+            "environment": self.environment,
+            "dataset": self.dataset,
+            "dataset_revision": self.dataset_revision,
+        }
+        if self.environment is not None or self.dataset is not None:
+            options["call_timeout_s"] = self.call_timeout_s
+            options["eval_fraction"] = self.eval_fraction
+            options["reward_funcs"] = tuple(f for f in (self.reward_funcs or "").split(",") if f)
+            options["success_threshold"] = self.success_threshold
+            if self.dataset is None and self.episodes is not None:
+                options |= {"episodes": self.episodes, "episode_seed": self.episode_seed}
+        return options
 
 
-def environment_options(args: argparse.Namespace) -> dict:
-    """The keywords `seal_hub.envs.builtin.resolve_suite` takes from `environment_arguments`' flags."""
-    options = {"environment": args.environment, "dataset": args.dataset, "dataset_revision": args.dataset_revision}
-    if args.environment is not None or args.dataset is not None:
-        options["call_timeout_s"] = args.call_timeout_s
-        options["eval_fraction"] = args.eval_fraction
-        options["reward_funcs"] = tuple(f for f in (args.reward_funcs or "").split(",") if f)
-        options["success_threshold"] = args.success_threshold
-        if args.dataset is None and args.episodes is not None:
-            options |= {"episodes": args.episodes, "episode_seed": args.episode_seed}
-    return options
+def field_parser(cls: type) -> argparse.ArgumentParser:
+    """`HfArgumentParser` over `cls`'s fields, each spelled as its name only (no dashed alias), without --help."""
+    from transformers import HfArgumentParser
+
+    parser = HfArgumentParser(cls, add_help=False)
+    for action in parser._actions:
+        for option in [o for o in action.option_strings if o.startswith("--") and "-" in o[2:]]:
+            action.option_strings.remove(option)
+            del parser._option_string_actions[option]
+    return parser
 
 
-def positive_limit(limit: int | None) -> int | None:
-    """`--limit` checked: None (every task) or >= 1."""
-    if limit is not None and limit < 1:
-        raise ValueError(f"--limit must be >= 1, got {limit}")
-    return limit
+def from_namespace(cls: type, namespace: argparse.Namespace) -> Any:
+    """The `cls` record of a parsed command line (its `__post_init__` checks run here: one-line `ValueError`s)."""
+    return cls(**{f.name: getattr(namespace, f.name) for f in dataclasses.fields(cls) if f.init})
+
+
+def add_command(
+    commands: argparse._SubParsersAction, name: str, cls: type, run: Callable[[Any], int], **kwargs: Any
+) -> argparse.ArgumentParser:
+    """The subcommand `name` whose options are `cls`'s fields; its handler builds the record and calls `run`."""
+    parser = commands.add_parser(name, parents=[field_parser(cls)], **kwargs)
+    parser.set_defaults(handler=lambda namespace: run(from_namespace(cls, namespace)))
+    return parser

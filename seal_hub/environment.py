@@ -41,8 +41,8 @@ from seal_hub.envs.episode import EpisodeSettings
 from seal_hub.envs.protocol import Action, EpisodeError, EpisodeVerdict
 from seal_hub.envs.suite import Suite, SuiteEpisode
 from seal_hub.interface import InterfaceSnapshot, effective_interface, load_snapshot
+from seal_hub.models.toolcalls import ToolCallParser
 from seal_hub.rollout.engine import assistant_message, first_messages, observation_messages
-from seal_hub.toolcalls import ToolCallParser
 
 if TYPE_CHECKING:
     from seal_hub.hub.registry import Ref

@@ -114,7 +114,7 @@ def test_every_turn_gets_a_verdict_even_after_a_failure(suite):
     verdict = replay(suite.episode(task, BFCL_PROTOCOL), steps)
     assert len(verdict.turns) == task.num_turns
     assert verdict.turns[0].error_type == "multi_turn:empty_turn_model_response"
-    assert verdict.first_failed_turn == 0 and verdict.reward == 0.0
+    assert not verdict.turns[0].passed and verdict.reward == 0.0
 
 
 def test_an_instance_present_on_one_side_only_is_a_state_difference_named_by_its_class(suite):

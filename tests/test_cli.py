@@ -80,7 +80,7 @@ def test_rollout_and_verify_gt_default_to_the_paper_split():
     from seal_hub.envs.builtin import suite_tasks
 
     def _suite_tasks(args):
-        return suite_tasks(args.suite, args.split, args.split_file, seed=getattr(args, "seed", 0))
+        return suite_tasks(args.suite, args.split, args.split_file, seed=args.split_seed)
 
     paper = paper_split()
     parser = build_parser()
@@ -89,7 +89,7 @@ def test_rollout_and_verify_gt_default_to_the_paper_split():
     suite, tasks = _suite_tasks(parser.parse_args(["envs", "verify-gt", "--split", "train"]))
     assert [t.id for t in tasks] == list(paper.train)
     _, tasks = _suite_tasks(
-        parser.parse_args(["rollout", "--output_dir", "x", "--split_file", "stratified", "--seed", "1"])
+        parser.parse_args(["rollout", "--output_dir", "x", "--split_file", "stratified", "--split_seed", "1"])
     )
     assert [t.id for t in tasks] == list(stratified_split(suite.tasks, seed=1).test)
 
@@ -108,8 +108,9 @@ def _subcommands(parser, path=()):
 # the CLI settings that are also recipe fields (seal-hub train / recipes/seal.py / YAML keys)
 SHARED = {
     "rollout": {"num_generations", "max_live_episodes", "temperature", "top_p", "max_new_tokens", "max_context_tokens"}
-    | {"parser_style", "seed", "split_file"},
-    "eval": {"max_new_tokens", "max_context_tokens", "max_live_episodes", "parser_style", "split_file"},
+    | {"parser_style", "seed", "split_file", "split_seed", "categories"},
+    "eval": {"max_new_tokens", "max_context_tokens", "max_live_episodes", "parser_style", "split_file"}
+    | {"split_seed", "categories"},
 }
 
 

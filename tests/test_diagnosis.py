@@ -44,7 +44,7 @@ def test_labels_agree_with_the_official_error_type(suite):
             labels, verdict = labels_of(suite, task, steps)
             if official["valid"]:
                 continue
-            label = labels[verdict.first_failed_turn]
+            label = labels[next(t.turn for t in verdict.turns if not t.passed)]
             assert label in OFFICIAL_ERROR_LABELS[official["error_type"]], (
                 task.id,
                 kind,

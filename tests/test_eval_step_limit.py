@@ -71,7 +71,7 @@ def test_bfcl_rule_verifies_a_wrong_last_turn_as_a_failure_not_a_termination(sui
     steps[last] = steps[last][:-1] + [[ToolCall("ls", {})]]  # the extra step does not do the work
     verdict = _verdicts(suite, steps)["bfcl"]
     assert not verdict.passed and not verdict.force_terminated
-    assert verdict.first_failed_turn == last
+    assert [t.turn for t in verdict.turns if not t.passed][:1] == [last]
     assert official_check(task, steps)["valid"] is False
 
 

@@ -10,6 +10,7 @@ from seal_hub.envs.protocol import ErrorKind
 from seal_hub.interface import InterfaceSnapshot, diff
 from seal_hub.interface.evolve import GUIDELINES, RECOVERY_HINTS, EvolveConfig, evolve, next_version, select_guidelines
 from seal_hub.interface.rho import RhoSettings, RhoWindow, update_rho
+from seal_hub.interface.snapshot import CauseProfile
 
 L = Label
 
@@ -81,7 +82,7 @@ def test_evolve_turns_components_on_and_records_its_cause():
     assert not child.schema_cues.type_hints
     assert child.recovery_feedback.enabled and child.recovery_feedback.hints == RECOVERY_HINTS
     assert child.rho == DEFAULT_RHO and child.train_only
-    assert child.cause.failure_profile() == p
+    assert child.cause.profile == CauseProfile.model_validate(p.to_dict())
     assert child.cause.rules[:2] == (
         "schema_cues: on (required marks, enum values)",
         "recovery_feedback: hints for 13 error kind(s)",

@@ -20,9 +20,9 @@ from seal_hub.models.parser_style import (
     resolve_parser_style,
     style_from_rendering,
 )
+from seal_hub.models.toolcalls import format_tool_calls
 from seal_hub.rollout import GenerationRequest, HFBackend, PolicyInfo, RolloutConfig, RolloutEngine, SamplingConfig
 from seal_hub.rollout.sampling import generate_kwargs, logits_processors
-from seal_hub.toolcalls import format_tool_calls
 
 ALPHA = 1e-3  # a correct sampler fails a test at this level once in a thousand seeds; the draws here are seeded
 DRAWS = 3000  # first tokens drawn per arm

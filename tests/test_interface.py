@@ -29,6 +29,7 @@ from seal_hub.interface import (
     load_snapshot,
 )
 from seal_hub.interface.evolve import GUIDELINES, RECOVERY_HINTS, SCHEMA_NOTE, EvolveConfig, evolve
+from seal_hub.interface.snapshot import CauseProfile
 from seal_hub.interface.store import SnapshotStore
 
 require_bfcl()  # the tools these snapshots render are BFCL's
@@ -178,7 +179,8 @@ def test_evaluation_sees_the_null_interface_unless_asked(v1):
 def test_json_round_trip_and_a_hash_that_ignores_created_at(tmp_path, v1):
     path = v1.save(tmp_path / "v1.json")
     loaded = load_snapshot(path)
-    assert loaded == v1 and loaded.content_hash == v1.content_hash and loaded.cause.failure_profile() == PROFILE
+    assert loaded == v1 and loaded.content_hash == v1.content_hash
+    assert loaded.cause.profile == CauseProfile.model_validate(PROFILE.to_dict())
     data = json.loads(path.read_text())
     content = {k: v for k, v in data.items() if k not in ("created_at", "content_hash")}
     canonical = json.dumps(content, sort_keys=True, separators=(",", ":"), ensure_ascii=False)

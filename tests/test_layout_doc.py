@@ -62,12 +62,11 @@ def test_the_parser_places_entries_by_indentation():
         ("seal_hub.report", "load_source", "load_input"),
     ],
 )
-def test_a_renamed_public_name_still_works_with_a_deprecation_warning(module, old, new):
-    """docs/layout.md's Names: each renamed public name is kept as an alias of the new one, saying what to use."""
+def test_a_renamed_public_name_is_gone_and_its_new_name_works(module, old, new):
+    """docs/layout.md's Names: pre-1.0, an old name is removed with its rename (no deprecated aliases at 0.1.0)."""
     import importlib
 
     package = importlib.import_module(module)
-    with pytest.warns(DeprecationWarning, match=rf"{module}\.{old} is deprecated: use {module}\.{new}"):
-        assert getattr(package, old) is getattr(package, new)
+    assert callable(getattr(package, new))
     with pytest.raises(AttributeError):
-        package.no_such_name  # noqa: B018
+        getattr(package, old)

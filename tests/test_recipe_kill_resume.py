@@ -1,7 +1,7 @@
 """Kill the recipe with SIGKILL at marked moments, relaunch it on the same directory, and check that nothing was
 lost, duplicated or skipped: iterations, environment versions, checkpoints, published versions, git soundness.
 
-The runs kill themselves at a named point (`seal_hub.kill_points`: SEAL_HUB_KILL_AT), never after a sleep,
+The runs kill themselves at a named point (`seal_hub.training.kill_points`: SEAL_HUB_KILL_AT), never after a sleep,
 so each kill lands where the test means it to, however fast or slow the machine is."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from helpers.run_checks import check_run, fingerprint
 
-from seal_hub.run_records import is_complete
+from seal_hub.training.run_records import is_complete
 
 ROOT = Path(__file__).resolve().parents[1]
 GROUP = 2  # rollouts per step: one task, num_generations 2 (4 tasks: 4 steps an epoch, budgets end inside it)

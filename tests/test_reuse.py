@@ -39,8 +39,8 @@ from seal_hub.hub import (
 )
 from seal_hub.hub.callback import PublishCallback
 from seal_hub.hub.cards import card_metadata
+from seal_hub.models.toolcalls import format_tool_calls
 from seal_hub.rollout.records import read_trajectories
-from seal_hub.toolcalls import format_tool_calls
 
 TASK = "multi_turn_base_1"
 SRC_ENV, SRC_ADAPTER = "alice/src-env", "alice/src-adapter"

@@ -7,11 +7,11 @@ from baselines import SequentialBackend
 from helpers.scripted import ScriptedBackend
 
 from seal_hub.envs.bfcl import EpisodeConfig
+from seal_hub.models.toolcalls import format_tool_calls
 from seal_hub.rollout.backend import SamplingConfig
 from seal_hub.rollout.engine import PolicyInfo, RolloutConfig, RolloutEngine
 from seal_hub.rollout.hf_backend import HFBackend
 from seal_hub.rollout.records import read_trajectories, write_trajectories
-from seal_hub.toolcalls import format_tool_calls
 
 TASKS = ["multi_turn_base_0", "multi_turn_base_1", "multi_turn_miss_func_0"]
 LONG = SamplingConfig(max_new_tokens=1024)  # scripted outputs are never cut

@@ -44,7 +44,8 @@ def test_rollout_cli_writes_trajectories_and_a_summary(tmp_path, capsys, monkeyp
     reused, prefilled = (int(w) for w in printed[-1].split() if w.isdigit())
     assert reused > prefilled > 0  # the second rollout of each task reused the first one's prefix
     trajectories = read_trajectories(out / "trajectories.parquet")
-    assert [t.task_id for t in trajectories] == ["multi_turn_base_172"] * 2 + ["multi_turn_base_140"] * 2
+    # --limit as in seal-hub eval: the split's categories taken in turn (base, then miss_func)
+    assert [t.task_id for t in trajectories] == ["multi_turn_base_172"] * 2 + ["multi_turn_miss_func_158"] * 2
     assert all(t.policy_id.endswith("tiny-policy") for t in trajectories)
 
 
@@ -126,7 +127,7 @@ def test_a_corrupt_trajectory_file_is_a_clear_error(tmp_path, capsys):
 
 
 def test_a_corrupt_checkpoint_state_names_the_file_and_the_fix(tmp_path):
-    from seal_hub.run_records import last_checkpoint, load_state
+    from seal_hub.training.run_records import last_checkpoint, load_state
 
     folder = tmp_path / "checkpoint-3"
     folder.mkdir()

@@ -1,4 +1,4 @@
-"""Tests for `seal_hub.toolcalls`: exact parses per style, one error kind per malformed call, round trips, and
+"""Tests for `seal_hub.models.toolcalls`: exact parses per style, one error kind per malformed call, round trips, and
 property tests that the parser returns an `Action` on any text (random, truncated, deeply nested, huge)."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from seal_hub.envs.protocol import Action, ParseError, ToolCall
-from seal_hub.toolcalls import (
+from seal_hub.models.toolcalls import (
     PARSE_ERROR_KINDS,
     PARSER_STYLES,
     ToolCallParser,

@@ -22,8 +22,8 @@ from seal_hub.envs.bfcl_single.splits import fraction_split, packaged_split
 from seal_hub.envs.builtin import load_suite
 from seal_hub.envs.protocol import Action, ParseError, ToolCall
 from seal_hub.envs.tau2_telecom import Tau2TelecomSuite
+from seal_hub.models.toolcalls import format_tool_calls
 from seal_hub.rollout.records import CallRecord, ParseErrorRecord, StepRecord, TurnRecord, VerdictRecord
-from seal_hub.toolcalls import format_tool_calls
 
 require_bfcl()
 
@@ -164,7 +164,7 @@ def test_rollouts_are_diagnosed_by_their_suites_rules(single, tiny_dir):
     trajectories = engine.run(tasks)
     labels = [single.diagnose(t, single.task(t.task_id)).labels for t in trajectories]
     assert labels == [(Label.PASS,), (Label.MISSING_TOOL_CALL,), (Label.CORRECT_ABSTENTION,)]
-    with pytest.raises(DiagnosisError, match="suite 'tau2-telecom' has no turn labels; suites with them: bfcl, bfcl-"):
+    with pytest.raises(DiagnosisError, match="suite 'tau2-telecom' has no turn labels"):
         Tau2TelecomSuite(tasks={}).diagnose(trajectories[0], tasks[0])
 
 
@@ -209,8 +209,8 @@ def test_the_warm_up_teaches_the_answer_key_in_the_models_own_tool_call_format(s
     from seal_hub.envs.reference import ABSTAIN
     from seal_hub.interface import InterfaceSnapshot
     from seal_hub.models.parser_style import resolve_parser_style
+    from seal_hub.models.toolcalls import ToolCallParser
     from seal_hub.rollout.engine import ChatRenderer, first_messages
-    from seal_hub.toolcalls import ToolCallParser
     from seal_hub.training.warmup import warmup_dataset
 
     tokenizer = AutoTokenizer.from_pretrained(tiny_dir)

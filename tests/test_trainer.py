@@ -13,7 +13,7 @@ from helpers.tiny_run import TASKS, make_trainer, tiny_policy
 from seal_hub.diagnosis import DEFAULT_RHO, Label, RolloutDiagnosis
 from seal_hub.interface.evolve import SCHEMA_NOTE
 from seal_hub.rollout.records import read_trajectories
-from seal_hub.run_records import load_state
+from seal_hub.training.run_records import load_state
 
 
 @pytest.fixture(scope="module")

@@ -500,7 +500,7 @@ def test_the_comparisons_reproduce_line_names_the_environment_and_its_split_so_e
     import shlex
 
     from seal_hub.cli import build_parser
-    from seal_hub.cli_args import environment_options
+    from seal_hub.cli_args import EnvironmentArguments, from_namespace
     from seal_hub.evaluation import EvalProtocol
     from seal_hub.training.comparison import HeldOutPlan
 
@@ -512,7 +512,7 @@ def test_the_comparisons_reproduce_line_names_the_environment_and_its_split_so_e
     assert f"--environment {PANTRY} --dataset {data}" in flags and "--eval_fraction 0.4" in flags
     assert "--suite" not in flags
     args = build_parser().parse_args(["eval", "--model", "tiny", *shlex.split(flags)])
-    again = resolve_suite(**environment_options(args))
+    again = resolve_suite(**from_namespace(EnvironmentArguments, args).environment_options())
     assert again.split_ids(args.split)[: args.limit] == tuple(task.id for task in test)
 
 

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import argparse
 
-from seal_hub.cli_args import environment_arguments, environment_options
+from seal_hub.cli_args import EnvironmentArguments, field_parser, from_namespace
 
 
 def _diagnose(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from seal_hub.diagnosis import DEFAULT_RHO, FailureProfile, Label
+    from seal_hub.diagnosis import DEFAULT_RHO, DiagnosisError, FailureProfile, Label
     from seal_hub.envs.builtin import resolve_suite
     from seal_hub.rollout import read_trajectories
 
@@ -23,7 +23,14 @@ def _diagnose(args: argparse.Namespace) -> int:
     if not files or not files[0].exists():
         raise FileNotFoundError(f"no trajectory Parquet files under {root} (seal-hub rollout writes them)")
     trajectories = [t for path in files for t in read_trajectories(path)]
-    suite = resolve_suite(args.suite, **environment_options(args))
+    environment = from_namespace(EnvironmentArguments, args)
+    suite = resolve_suite(args.suite, **environment.environment_options())
+    if not suite.turn_labels:
+        from seal_hub.envs.builtin import labelled_suites
+
+        raise DiagnosisError(
+            f"suite {suite.name!r} has no turn labels; suites with them: {', '.join(labelled_suites())}"
+        )
     diagnoses = [suite.diagnose(t, suite.task(t.task_id)) for t in trajectories]
     profile = FailureProfile.of(diagnoses)
     print(f"{len(trajectories)} rollouts, {profile.turns} labelled turns, from {len(files)} file(s)")
@@ -39,8 +46,11 @@ def _diagnose(args: argparse.Namespace) -> int:
 
 
 def add_diagnose_command(commands: argparse._SubParsersAction) -> None:
-    diagnose = commands.add_parser("diagnose", help="label every turn of trajectories and print the failure profile")
+    diagnose = commands.add_parser(
+        "diagnose",
+        parents=[field_parser(EnvironmentArguments)],
+        help="label every turn of trajectories and print the failure profile",
+    )
     diagnose.add_argument("traj_dir", help="a directory of trajectory Parquet files (or one file)")
     diagnose.add_argument("--suite", default="bfcl", help="the suite the trajectories were rolled out on")
-    environment_arguments(diagnose)
     diagnose.set_defaults(handler=_diagnose)

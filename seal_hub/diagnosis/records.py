@@ -4,7 +4,7 @@ One row per rollout: the task, the environment version it saw, its reward, its l
 under the rho table in force. Kept apart from the labels and profiles because it needs `datasets` (for the
 `Features`), which nothing else in diagnosis does.
 
-Not covered: writing the Parquet files (`seal_hub.run_records`, `seal_hub.evaluation.results`).
+Not covered: writing the Parquet files (`seal_hub.training.run_records`, `seal_hub.evaluation.results`).
 """
 
 from __future__ import annotations

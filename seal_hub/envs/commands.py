@@ -7,15 +7,32 @@ task; the other suites check their oracles through `seal-hub eval --model oracle
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass, field
 
-from seal_hub.cli_args import task_arguments
+from seal_hub.cli_args import TaskArguments, add_command
 
 
-def _verify_gt(args: argparse.Namespace) -> int:
+@dataclass(kw_only=True)
+class VerifyArguments(TaskArguments):
+    """`seal-hub envs verify-gt`'s options: BFCL's tasks, every one unless a split or subset is named."""
+
+    suite: str = field(default="bfcl", metadata={"help": "task suite (bfcl: the one an official checker confirms)"})
+    split: str = field(default="all", metadata={"help": "train, test or all"})
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.suite != "bfcl":
+            raise ValueError(
+                f"--suite {self.suite}: verify-gt replays bfcl only (others: seal-hub eval --model oracle)"
+            )
+
+
+def _verify_gt(args: VerifyArguments) -> int:
     from seal_hub.envs.bfcl.replay import verify_ground_truth
-    from seal_hub.envs.builtin import suite_tasks
+    from seal_hub.envs.builtin import load_suite
 
-    suite, tasks = suite_tasks(args.suite, args.split, args.split_file, seed=args.seed)
+    suite = load_suite(args.suite)
+    tasks = args.select(suite)
     report = verify_ground_truth(suite, tasks, progress=not args.no_progress)
     for task_id, error_type in report.failed:
         print(f"FAILED {task_id}: {error_type}")
@@ -38,7 +55,5 @@ def add_envs_commands(commands: argparse._SubParsersAction) -> None:
     envs = commands.add_parser("envs", help="executable environments").add_subparsers(
         dest="envs_command", required=True
     )
-    verify = envs.add_parser("verify-gt", help="replay the ground truth through the environment and the verifier")
-    task_arguments(verify, default_split="all", suites=["bfcl"])
-    verify.add_argument("--seed", type=int, default=0, help="seed of the split when --split_file stratified")
-    verify.set_defaults(handler=_verify_gt)
+    helped = "replay the ground truth through the environment and the verifier"
+    add_command(envs, "verify-gt", VerifyArguments, _verify_gt, help=helped)

@@ -182,10 +182,6 @@ class EpisodeVerdict:
         failed = next((t for t in self.turns if not t.passed), None)
         return failed.error_type if failed else None
 
-    @property
-    def first_failed_turn(self) -> int | None:
-        return next((t.turn for t in self.turns if not t.passed), None)
-
 
 class EpisodeError(RuntimeError):
     """The caller misused an episode (stepped it after it finished, or after close)."""

@@ -7,7 +7,8 @@ line each. bfcl-single, which can also train, puts `train` and `test` halves on 
 (`seal_hub.envs.bfcl_single.suite`).
 
 The defaults of the rest of the contract (`seal_hub.envs.suite.Suite`) are a suite with no turn labels and no
-warm-up (both say so in one line, naming the suites that have them), whose split source is "default", whose tool
+warm-up (both say so in one line; the built-in suites that have them are `seal_hub.envs.builtin`'s to name, which
+imports the suites, so this module, which they import, does not), whose split source is "default", whose tool
 schemas carry no defaults, which names no exception classes for recovery hints (`raised`), which keeps no record
 beyond its name (`record`) and which the command line selects by name (`--suite NAME`); each suite sets its own
 `tool_errors`, `not_trainable` and `card`.
@@ -21,7 +22,6 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from seal_hub.diagnosis.labels import DiagnosisError
-from seal_hub.envs.builtin import labelled_suites, trainable_suites
 from seal_hub.envs.splits import load_split
 from seal_hub.envs.suite import SuiteError, UnknownTaskError
 
@@ -81,14 +81,12 @@ class TaskTable:
         raise SuiteError(f"unknown split {split!r} for suite {self.name}; choose test, all or a category: {choices}")
 
     def diagnose(self, trajectory: Any, task: Any) -> Any:
-        """No turn labels here: a `DiagnosisError` that names the suites that have them."""
-        raise DiagnosisError(
-            f"suite {self.name!r} has no turn labels; suites with them: {', '.join(labelled_suites())}"
-        )
+        """No turn labels here: a `DiagnosisError` that says so (`seal-hub diagnose` names the suites with them)."""
+        raise DiagnosisError(f"suite {self.name!r} has no turn labels")
 
     def warmup_script(self, task: Any) -> Any:
-        """No reference answers to teach here: a `ValueError` that names the suites that have them."""
-        raise ValueError(f"no SFT warm-up for suite {self.name!r}; suites with one: {', '.join(trainable_suites())}")
+        """No reference answers to teach here: a `ValueError` that says so (a trainable suite has them)."""
+        raise ValueError(f"no SFT warm-up for suite {self.name!r}: it has no reference answers to teach")
 
     def command_flags(self) -> str:
         """The `seal-hub eval` / `rollout` flags that select this suite: its name."""

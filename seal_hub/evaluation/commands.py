@@ -2,25 +2,53 @@
 greedy, BFCL's own step limits), resumable, with `--publish` recording the result on the adapter's card.
 
 `--model oracle` replays the suite's reference answers through the same harness: the check that a suite's
-protocol and verdicts hold before any model is scored.
+protocol and verdicts hold before any model is scored. The options are `EvalArguments`' fields (with
+`seal_hub.cli_args`' task and environment fields), parsed with `HfArgumentParser` as training's are.
 """
 
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass, field
 
-from seal_hub.cli_args import (
-    PARSER_HELP,
-    PARSER_STYLES,
-    environment_arguments,
-    environment_options,
-    option,
-    positive_limit,
-)
+from seal_hub.cli_args import PARSER_STYLE_HELP, EnvironmentArguments, TaskArguments, add_command
 from seal_hub.defaults import EVAL_MAX_NEW_TOKENS, MAX_CONTEXT_TOKENS, MAX_LIVE_EPISODES
 
 
-def _eval_spec_model(args: argparse.Namespace, config, model) -> dict:
+@dataclass(kw_only=True)
+class EvalArguments(TaskArguments, EnvironmentArguments):
+    """`seal-hub eval`'s options: the policy and how it is scored, on the tasks `TaskArguments` select."""
+
+    model: str = field(metadata={"help": "'tiny', 'demo', a Hub id, a local path, or 'oracle'"})
+    adapter: str | None = field(
+        default=None, metadata={"help": "a published adapter: ns/name@iter-3, hf://..., local://..."}
+    )
+    interface: str = field(default="null", metadata={"help": "'null' (the paper's protocol), a snapshot file or ref"})
+    output_dir: str = field(default="eval", metadata={"help": "output directory (rerun with the same one to resume)"})
+    max_new_tokens: int = field(default=EVAL_MAX_NEW_TOKENS, metadata={"help": "tokens per model step"})
+    max_context_tokens: int = field(
+        default=MAX_CONTEXT_TOKENS, metadata={"help": "longest token sequence of one episode"}
+    )
+    max_live_episodes: int = field(default=MAX_LIVE_EPISODES, metadata={"help": "episodes generated together"})
+    parser_style: str | None = field(default=None, metadata=PARSER_STYLE_HELP)
+    publish: str | None = field(
+        default=None,
+        metadata={
+            "metavar": "REPO",
+            "help": "push the records as dataset REPO (ns/name, local:// or hf://) and record the result on the "
+            "adapter's card (model-index) at a new revision",
+        },
+    )
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.model == "oracle" and self.adapter:
+            raise ValueError("--model oracle replays the suite's reference answers; it takes no --adapter")
+        if self.publish is not None and not self.adapter:
+            raise ValueError("--publish records the scores on the evaluated adapter's card: give --adapter REF")
+
+
+def _eval_spec_model(args: EvalArguments, config, model) -> dict:
     """The evaluated model's id and revision (the commit transformers resolved, when it knows one)."""
     name = "tiny" if args.model == "tiny" else config.model_name_or_path  # tiny lives in a local cache
     revision = config.model_revision or getattr(getattr(model, "config", None), "_commit_hash", None)
@@ -38,11 +66,10 @@ def _eval_adapter(ref_text: str):
     return resolved, record | {"backend": source.backend}
 
 
-def _eval(args: argparse.Namespace) -> int:
+def _eval(args: EvalArguments) -> int:
     import dataclasses
 
     from seal_hub.envs.builtin import resolve_suite
-    from seal_hub.envs.suite import in_turn
     from seal_hub.evaluation import (
         EvalProtocol,
         EvalSpec,
@@ -51,25 +78,19 @@ def _eval(args: argparse.Namespace) -> int:
         interface_record,
         run_evaluation,
     )
-    from seal_hub.hub.sources import check_base_model, load_snapshot_or_ref
+    from seal_hub.hub.loading import load_interface
+    from seal_hub.hub.sources import check_base_model
     from seal_hub.interface import InterfaceSnapshot
 
-    positive_limit(args.limit)
-    if args.model == "oracle" and args.adapter:
-        raise ValueError("--model oracle replays the suite's reference answers; it takes no --adapter")
     if args.publish is not None:
         from seal_hub.hub.registry import HubError, Ref
 
-        if not args.adapter:
-            raise ValueError("--publish records the scores on the evaluated adapter's card: give --adapter REF")
         if Ref.parse(args.publish, "dataset").revision is not None:
             raise HubError(f"--publish {args.publish}: give a repository without '@revision'")
-    loaded = None if args.interface in (None, "null") else load_snapshot_or_ref(args.interface)
+    loaded = None if args.interface in (None, "null") else load_interface(args.interface)
     record = loaded.user_environment if loaded is not None and args.environment is None else None
-    suite = resolve_suite(args.suite, record=record, **environment_options(args))  # a user env's version: its own
-    tasks = suite.select(suite.split_ids(args.split, args.split_file))
-    if args.limit is not None or args.categories:  # a subset: its categories taken in turn (as held-out subsets)
-        tasks = in_turn(tasks, args.limit, args.categories.split(",") if args.categories else None)
+    suite = resolve_suite(args.suite, record=record, **args.environment_options())  # a user env's version: its own
+    tasks = args.select(suite)  # a subset: its categories taken in turn (as held-out subsets)
     interface = loaded if loaded is not None else InterfaceSnapshot.null(suite.name)
     protocol = EvalProtocol(
         max_new_tokens=args.max_new_tokens,
@@ -89,8 +110,7 @@ def _eval(args: argparse.Namespace) -> int:
         return EvalSpec(
             suite=suite.name,
             split=args.split,
-            split_source=(args.split_file or suite.default_split)
-            + (f"; categories {args.categories}" if args.categories else ""),
+            split_source=args.split_source(suite),
             model=model_record,
             adapter=adapter,
             interface=interface_record(interface, args.interface or "null"),
@@ -132,37 +152,10 @@ def _eval(args: argparse.Namespace) -> int:
 
 
 def add_eval_command(commands: argparse._SubParsersAction) -> None:
-    evaluate = commands.add_parser("eval", help="score a policy on a suite's held-out tasks (the paper's protocol)")
-    evaluate.add_argument("--model", required=True, help="'tiny', 'demo', a Hub id, a local path, or 'oracle'")
-    evaluate.add_argument("--adapter", default=None, help="a published adapter: ns/name@iter-3, hf://..., local://...")
-    evaluate.add_argument("--suite", default="bfcl", help="evaluation suite (bfcl, ...)")
-    environment_arguments(evaluate)
-    evaluate.add_argument("--split", default="test", help="train, test or all (bfcl default: the paper's test split)")
-    option(evaluate, "split_file", default=None, help="'paper' (default), 'stratified', or a split JSON file")
-    evaluate.add_argument(
-        "--limit", type=int, default=None, help="N tasks of the split, its categories taken in turn (default: all)"
+    add_command(
+        commands,
+        "eval",
+        EvalArguments,
+        _eval,
+        help="score a policy on a suite's held-out tasks (the paper's protocol)",
     )
-    evaluate.add_argument(
-        "--categories", default=None, help="comma-separated categories of the suite to score (default: all)"
-    )
-    evaluate.add_argument("--interface", default="null", help="'null' (the paper's protocol), a snapshot file or ref")
-    evaluate.add_argument("--output_dir", default="eval", help="output directory (rerun with the same one to resume)")
-    option(evaluate, "max_new_tokens", type=int, default=EVAL_MAX_NEW_TOKENS, help="tokens per model step")
-    option(
-        evaluate,
-        "max_context_tokens",
-        type=int,
-        default=MAX_CONTEXT_TOKENS,
-        help="longest token sequence of one episode",
-    )
-    option(evaluate, "max_live_episodes", type=int, default=MAX_LIVE_EPISODES, help="episodes generated together")
-    option(evaluate, "parser_style", choices=PARSER_STYLES, default=None, help=PARSER_HELP)
-    evaluate.add_argument(
-        "--publish",
-        default=None,
-        metavar="REPO",
-        help="push the records as dataset REPO (ns/name, local:// or hf://) and record the result on the "
-        "adapter's card (model-index) at a new revision",
-    )
-    option(evaluate, "no_progress", action="store_true", help="no progress bar")
-    evaluate.set_defaults(handler=_eval)

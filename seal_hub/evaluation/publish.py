@@ -29,7 +29,8 @@ from pathlib import Path
 from typing import Any
 
 from seal_hub.evaluation.results import results_markdown_table
-from seal_hub.hub.registry import HubError, Ref, Registry, Version, check_tag, registry_for
+from seal_hub.hub.backends import registry_for
+from seal_hub.hub.registry import HubError, Ref, Registry, Version, check_tag
 
 _SAFE = re.compile(r"[^A-Za-z0-9._-]+")
 

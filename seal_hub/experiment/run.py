@@ -9,7 +9,7 @@ from __future__ import annotations
 import gc
 import hashlib
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -157,6 +157,8 @@ def evaluate_arm(config: ExperimentConfig, model_args: Any, subject: Subject, su
     from seal_hub.envs.builtin import load_suite
     from seal_hub.envs.suite import SuiteError, in_turn
     from seal_hub.evaluation import EvalProtocol, EvalSpec, evaluate_policy, interface_record
+    from seal_hub.hub.loading import load_policy_version
+    from seal_hub.hub.policy import read_policy
     from seal_hub.interface import InterfaceSnapshot
     from seal_hub.models import load_policy, place_for_inference
     from seal_hub.rollout import PolicyInfo, build_hf_backend
@@ -172,14 +174,11 @@ def evaluate_arm(config: ExperimentConfig, model_args: Any, subject: Subject, su
     tasks = in_turn(suite.select(suite.split_ids("test")), config.eval_limit, categories)
     unset_hf_deepspeed_config()  # training's ZeRO-3 must not partition a model loaded for one process alone
     run_dir = Path(config.output_dir) / subject.folder if subject.trained else None
-    if run_dir is not None and not model_args.use_peft and subject.arm is not None:  # a full fine-tune's model
-        model, tokenizer = load_policy(replace(model_args, model_name_or_path=str(run_dir)))
-    else:
+    if run_dir is None:
         model, tokenizer = load_policy(model_args)
-        if run_dir is not None:
-            from peft import PeftModel
-
-            model = PeftModel.from_pretrained(model, str(run_dir))
+    else:  # what the run wrote says what it is (an adapter on model_args' base, or a whole model): the one loader
+        policy = read_policy(run_dir, base=model_args.model_name_or_path)
+        model, tokenizer = load_policy_version(policy, base=model_args)
     place_for_inference(model, model_args)
     model.eval()
     protocol = EvalProtocol(

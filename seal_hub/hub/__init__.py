@@ -1,14 +1,15 @@
 """Versioned artifacts of a SEAL run, on a local git registry or the Hugging Face Hub, with one API.
 
 - References and the backend protocol: `Ref` (``[local://|hf://][models/|datasets/]namespace/name[@revision]``),
-  `Version`, `Registry`, `get_registry` (`registry.py`); the backends `LocalRegistry` (`local.py`, bare git
-  repositories) and `HubRegistry` (`hf.py`, `huggingface_hub`).
+  `Version`, `Registry` (`registry.py`), `get_registry` (`backends.py`); the backends `LocalRegistry` (`local.py`,
+  bare git repositories) and `HubRegistry` (`hf.py`, `huggingface_hub`).
 - Publishing the three artifacts with cross-linked cards: `publish_trajectories`, `publish_interface`,
   `publish_policy`, `publish_iteration`, `RunRepos`, `PublishConfig` (`artifacts.py`; cards in `cards.py` from
-  the templates in `card_templates/`).
-- Loading by reference: `load_interface`, `load_trajectories`, `load_adapter`, `load_model` (either policy kind),
-  `fetch` (`loading.py`); what a policy version holds, adapter or full model: `policy_kind`, `policy_files`
-  (`policy.py`).
+  the templates in the top-level `model_cards/`, shipped as `seal_hub.model_cards`).
+- Loading by reference: `load_interface` (the one interface loader: a reference or a snapshot file),
+  `load_trajectories`, `load_adapter`, `load_model` (either policy kind), `fetch`, and `load_policy_version`, the one
+  policy loader they, the Space and the experiment call (`loading.py`); what a policy version holds, adapter or full
+  model, and the base it names: `read_policy`, `PublishedPolicy`, `policy_kind`, `policy_files` (`policy.py`).
 - Reusing published artifacts as a run's sources, pinned to a commit: `resolve_reference` (a reference to the
   object, its `Source` and its commit), `RunSources`, `run_sources`, `derive_interface`, `check_base_model`,
   `attach_policy` (`sources.py`).
@@ -26,11 +27,19 @@ from seal_hub.hub.artifacts import (
     publish_policy,
     publish_trajectories,
 )
+from seal_hub.hub.backends import get_registry
 from seal_hub.hub.cards import EvalScore, Link
 from seal_hub.hub.hf import HubRegistry
-from seal_hub.hub.loading import fetch, load_adapter, load_interface, load_model, load_trajectories
+from seal_hub.hub.loading import (
+    fetch,
+    load_adapter,
+    load_interface,
+    load_model,
+    load_policy_version,
+    load_trajectories,
+)
 from seal_hub.hub.local import LocalRegistry
-from seal_hub.hub.policy import policy_files, policy_kind
+from seal_hub.hub.policy import PublishedPolicy, policy_files, policy_kind, read_policy
 from seal_hub.hub.registry import (
     HubError,
     Ref,
@@ -40,10 +49,8 @@ from seal_hub.hub.registry import (
     Version,
     VersionExistsError,
     configured_backend,
-    get_registry,
 )
 from seal_hub.hub.sources import (
-    PublishedPolicy,
     Resolved,
     RunSources,
     Source,
@@ -55,7 +62,6 @@ from seal_hub.hub.sources import (
     run_sources,
 )
 from seal_hub.hub.sync import SyncReport, sync_namespace, sync_repo
-from seal_hub.renamed import renamed_names
 
 __all__ = [
     "EvalScore",
@@ -87,6 +93,7 @@ __all__ = [
     "load_adapter",
     "load_interface",
     "load_model",
+    "load_policy_version",
     "load_trajectories",
     "policy_files",
     "policy_kind",
@@ -94,17 +101,9 @@ __all__ = [
     "publish_interface",
     "publish_iteration",
     "publish_trajectories",
+    "read_policy",
     "resolve_reference",
     "run_sources",
     "sync_namespace",
     "sync_repo",
 ]
-
-_DEPRECATED = {
-    "publish_adapter": "publish_policy",
-    "attach_adapter": "attach_policy",
-    "PublishedAdapter": "PublishedPolicy",
-}  # old names, kept as aliases: a policy version is an adapter or a full model
-
-
-__getattr__ = renamed_names(__name__, globals(), _DEPRECATED)

@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from seal_hub.hub.backends import get_registry
 from seal_hub.hub.cards import (
     EvalScore,
     Link,
@@ -59,7 +60,6 @@ from seal_hub.hub.registry import (
     VersionExistsError,
     check_tag,
     configured_backend,
-    get_registry,
 )
 
 GITATTRIBUTES = "".join(

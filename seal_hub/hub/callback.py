@@ -77,7 +77,7 @@ class PublishCallback(TrainerCallback):
         from seal_hub.hub import iteration_tag, publish_interface, publish_iteration
         from seal_hub.hub.sources import RunSources
         from seal_hub.rollout.records import read_trajectories
-        from seal_hub.run_records import iteration_dir, read_metrics
+        from seal_hub.training.run_records import iteration_dir, read_metrics
 
         output_dir = trainer.args.output_dir
         registry, repos = self.config.registry(), self.config.repos

@@ -19,7 +19,8 @@ import shutil
 from dataclasses import replace
 from pathlib import Path
 
-from seal_hub.hub.registry import SCHEMES, Backend, HubError, Ref, get_registry, registry_for, with_type
+from seal_hub.hub.backends import get_registry, registry_for
+from seal_hub.hub.registry import SCHEMES, Backend, HubError, Ref, with_type
 
 
 def _split_where(text: str) -> tuple[Backend | None, str]:

@@ -1,11 +1,14 @@
 """Loading published artifacts by reference: the same call for the local registry and the Hub.
 
-`load_interface("alice/run1-env@v3")` returns the `InterfaceSnapshot`, `load_trajectories(ref)` a
-`datasets.Dataset` (configuration ``trajectories`` or ``diagnoses``, read through the card's ``configs:`` with
-`datasets.load_dataset`), `load_adapter(ref)` a `peft.PeftModel` on its base model, the base loaded with
+`load_interface("alice/run1-env@v3")` returns the `InterfaceSnapshot` (so does a snapshot JSON file's path),
+`load_trajectories(ref)` a `datasets.Dataset` (configuration ``trajectories`` or ``diagnoses``, read through the
+card's ``configs:`` with `datasets.load_dataset`), `load_adapter(ref)` a `peft.PeftModel` on its base model, the base
+loaded with
 `seal_hub.models.load_policy` (the same tokenizer-template and embedding handling as in training), and
 `load_model(ref)` any published policy: that `PeftModel` for an adapter, the model itself (``AutoModelForCausalLM``
-through `load_policy`) for a full fine-tune's version (`seal_hub.hub.policy`). References
+through `load_policy`) for a full fine-tune's version (`seal_hub.hub.policy`). Both read the folder with
+`seal_hub.hub.policy.read_policy` and load it with `load_policy_version`, the one policy loader (an adapter goes on
+its base through `seal_hub.hub.sources.attach_policy`, the one place PEFT loads one). References
 follow `seal_hub.hub.registry` (``local://`` or ``hf://`` pick the backend; a missing type defaults to the
 artifact's own: dataset for the first two, model for adapters).
 
@@ -17,12 +20,13 @@ Not covered: publishing (`seal_hub.hub.artifacts`), and merging adapters into th
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from seal_hub.hub.registry import HubError, Ref, RepoType, registry_for, with_type
+from seal_hub.hub.backends import registry_for
+from seal_hub.hub.policy import PublishedPolicy, read_policy
+from seal_hub.hub.registry import HubError, Ref, RepoType, with_type
 
 if TYPE_CHECKING:
     from datasets import Dataset
@@ -46,15 +50,15 @@ def fetch(ref: str | Ref, repo_type: RepoType | None = None) -> Path:
     return registry.download(with_type(parsed, registry, repo_type))
 
 
-def load_interface(ref: str | Ref) -> InterfaceSnapshot:
-    """The interface snapshot published at `ref`, e.g. ``"alice/run1-env@v3"``."""
-    from seal_hub.hub.artifacts import INTERFACE_FILE
+def load_interface(ref: str | Ref | Path) -> InterfaceSnapshot:
+    """The interface snapshot published at `ref` (e.g. ``"alice/run1-env@v3"``), or in a snapshot JSON file: the one
+    interface loader of the commands (`seal-hub eval --interface`, `seal-hub interface show | diff`) and the Space."""
+    from seal_hub.hub.sources import read_interface
     from seal_hub.interface import load_snapshot
 
-    folder = fetch(ref, "dataset")
-    if not (folder / INTERFACE_FILE).is_file():
-        raise HubError(f"{ref}: this revision holds no {INTERFACE_FILE}; is it an environment repository?")
-    return load_snapshot(folder / INTERFACE_FILE)
+    if isinstance(ref, Path) or (isinstance(ref, str) and (Path(ref).exists() or ref.endswith(".json"))):
+        return load_snapshot(ref)
+    return read_interface(fetch(ref, "dataset"), str(ref))
 
 
 def load_trajectories(ref: str | Ref, config: str = "trajectories") -> Dataset:
@@ -73,44 +77,39 @@ def load_trajectories(ref: str | Ref, config: str = "trajectories") -> Dataset:
     return load_dataset(str(folder), config, split="train", cache_dir=cache)
 
 
-def adapter_base(folder: Path) -> tuple[str, str | None]:
-    """The base model id (and revision) a policy folder names: card metadata first, then (adapters)
-    adapter_config.json. A full fine-tune's base is the model it was fine-tuned from, which only its card names; one
-    trained from a folder of this machine, by that folder's name (``seal.local_base``: `base_is_local`)."""
-    from seal_hub.hub.cards import card_metadata
-    from seal_hub.hub.policy import ADAPTER_CONFIG, policy_kind
-    from seal_hub.models import parse_model_id
+def load_policy_version(
+    policy: PublishedPolicy, *, base: PolicyConfig | str | None = None, trainable: bool = False, **options: Any
+) -> tuple[Any, Any]:
+    """(model, tokenizer) of a policy folder read with `read_policy`: the one policy loader that `load_adapter`,
+    `load_model`, the Space (`seal_hub.replay.policies.load_named`) and the experiment's evaluation call.
 
-    try:
-        kind = policy_kind(folder)
-    except FileNotFoundError:
-        raise HubError(
-            f"{folder}: no {ADAPTER_CONFIG} nor config.json; is it a policy (<run>-adapter) repository?"
-        ) from None
-    config = json.loads((folder / ADAPTER_CONFIG).read_text(encoding="utf-8")) if kind == "adapter" else {}
-    readme = folder / "README.md"
-    card = card_metadata(readme.read_text(encoding="utf-8")) if readme.is_file() else {}
-    base = card.get("base_model") or config.get("base_model_name_or_path") or _local_base(card)
-    if not base:
-        where = "the card" if kind == "full" else f"neither the card nor {ADAPTER_CONFIG}"
-        raise HubError(f"{folder}: {where} names the base model; pass base=...")
-    repo_id, revision = parse_model_id(base)
-    return repo_id, revision or config.get("revision")
+    A full fine-tune's model loads by itself (`base`, a `PolicyConfig`, lends it its loading options); an adapter
+    goes on its base, loaded with `seal_hub.models.load_policy` (the same tokenizer-template and embedding handling
+    as in training): `base` (a `PolicyConfig`, or a model id / local path), else the one the policy names, through
+    `seal_hub.hub.sources.attach_policy`. `options` go to `PolicyConfig` (e.g. ``dtype="bfloat16"``,
+    ``load_in_4bit=True``); frozen and in eval mode unless `trainable`."""
+    from dataclasses import replace
 
+    from seal_hub.hub.sources import attach_policy
+    from seal_hub.models import PolicyConfig, load_policy
 
-def _local_base(card: dict[str, Any]) -> str | None:
-    seal = card.get("seal")
-    return seal.get("local_base") if isinstance(seal, dict) else None
-
-
-def base_is_local(folder: Path) -> bool:
-    """Whether a policy folder's card names its base only by a local folder's name (no Hub id, no path)."""
-    from seal_hub.hub.cards import card_metadata
-    from seal_hub.hub.policy import ADAPTER_CONFIG
-
-    readme = folder / "README.md"
-    card = card_metadata(readme.read_text(encoding="utf-8")) if readme.is_file() else {}
-    return not card.get("base_model") and not (folder / ADAPTER_CONFIG).is_file() and bool(_local_base(card))
+    if policy.kind == "full":
+        config = (
+            replace(base, model_name_or_path=str(policy.folder))
+            if isinstance(base, PolicyConfig)
+            else PolicyConfig(model_name_or_path=str(policy.folder), **options)
+        )
+        model, tokenizer = load_policy(config)
+        model.requires_grad_(trainable)  # as PEFT's is_trainable: frozen and in eval mode unless asked
+        return model.train(trainable), tokenizer
+    if isinstance(base, PolicyConfig):
+        config = base
+    else:
+        repo_id, revision = (base, None) if base is not None else (policy.base_model, policy.base_revision)
+        pinned = {"model_revision": revision} if revision else {}
+        config = PolicyConfig(model_name_or_path=repo_id, **pinned, **options)
+    model, tokenizer = load_policy(config)
+    return attach_policy(model, policy, trainable=trainable), tokenizer
 
 
 def load_adapter(
@@ -122,37 +121,14 @@ def load_adapter(
     Other keyword arguments go to `PolicyConfig` (e.g. ``dtype="bfloat16"``, ``load_in_4bit=True``). A full
     fine-tune's version has no adapter: `load_model` loads it.
     """
-    from peft import PeftModel
-
-    from seal_hub.hub.policy import policy_kind
-    from seal_hub.models import PolicyConfig, load_policy
-
-    folder = fetch(ref, "model")
-    if policy_kind(folder) == "full":
+    named = base if isinstance(base, str) else getattr(base, "model_name_or_path", None)
+    published = read_policy(fetch(ref, "model"), str(ref), base=named)
+    if published.kind == "full":
         raise HubError(f"{ref} holds a full fine-tune (the whole model), not an adapter: seal_hub.load_model({ref!r})")
-    if isinstance(base, PolicyConfig):
-        config = base
-    else:
-        repo_id, revision = (base, None) if base is not None else adapter_base(folder)
-        pinned = {"model_revision": revision} if revision else {}
-        config = PolicyConfig(model_name_or_path=repo_id, **pinned, **policy)
-    model, _tokenizer = load_policy(config)
-    return PeftModel.from_pretrained(model, str(folder), is_trainable=trainable)
+    return load_policy_version(published, base=base, trainable=trainable, **policy)[0]
 
 
 def load_model(ref: str | Ref, *, trainable: bool = False, **policy: Any) -> PeftModel | PreTrainedModel:
-    """The policy published at `ref`, either kind: an adapter on its base (`load_adapter`), or a full fine-tune's
-    model loaded by itself. Keyword arguments go to `PolicyConfig` (e.g. ``dtype="bfloat16"``)."""
-    from seal_hub.hub.policy import policy_kind
-    from seal_hub.models import PolicyConfig, load_policy
-
-    folder = fetch(ref, "model")
-    try:
-        kind = policy_kind(folder)
-    except FileNotFoundError:
-        raise HubError(f"{ref}: this revision holds no policy (adapter_config.json or config.json)") from None
-    if kind == "adapter":
-        return load_adapter(ref, trainable=trainable, **policy)
-    model, _tokenizer = load_policy(PolicyConfig(model_name_or_path=str(folder), **policy))
-    model.requires_grad_(trainable)  # as PEFT's is_trainable: frozen and in eval mode unless asked
-    return model.train(trainable)
+    """The policy published at `ref`, either kind: an adapter on its base (as `load_adapter`), or a full
+    fine-tune's model loaded by itself. Keyword arguments go to `PolicyConfig` (e.g. ``dtype="bfloat16"``)."""
+    return load_policy_version(read_policy(fetch(ref, "model"), str(ref)), trainable=trainable, **policy)[0]

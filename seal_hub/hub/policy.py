@@ -11,14 +11,23 @@ refuses a folder without weights: under DeepSpeed ZeRO-3, ``save_model`` writes 
 shards in ``global_step*/``. `load_weights` puts a published full model's weights into a loaded model of the same
 architecture (the base it was fine-tuned from), as `seal_hub.hub.sources.attach_policy` does for adapters.
 
-Not covered: converting DeepSpeed shards (``zero_to_fp32.py``), merging adapters, or publishing (`artifacts.py`).
+`read_policy(folder)` is the one reading of a policy folder (published, or a run's own output): a `PublishedPolicy`
+with its kind from its files and its base model from what the card's metadata says (``base_model``, else
+``seal.local_base``: a folder of the machine that trained it), else, for an adapter, ``adapter_config.json``. Nothing
+is decided from a repository's name.
+
+Not covered: converting DeepSpeed shards (``zero_to_fp32.py``), merging adapters, publishing (`artifacts.py`), and
+loading a policy onto its base (`seal_hub.hub.sources.attach_policy`, `seal_hub.hub.loading.load_policy_version`).
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
+
+from seal_hub.hub.registry import HubError
 
 PolicyKind = Literal["adapter", "full"]
 
@@ -43,6 +52,25 @@ ZERO3_HINT = (
     "accelerate config (DeepSpeed's stage3_gather_16bit_weights_on_model_save; recipes/accelerate/zero3.yaml sets "
     "it); without it the checkpoint holds DeepSpeed's shards only (recover them with the zero_to_fp32.py there)"
 )
+
+
+@dataclass(frozen=True)
+class PublishedPolicy:
+    """A policy folder and the base model it was trained from (`read_policy`); `kind` 'adapter' (PEFT files) or
+    'full' (a full fine-tune: the whole model). `local_base`: the base was a folder of the machine that trained it,
+    which the card names by the folder's name alone (`base_model` is that name). `where` names it in messages (the
+    source at its commit, the reference, or the folder)."""
+
+    folder: Path
+    base_model: str
+    base_revision: str | None = None
+    kind: PolicyKind = "adapter"
+    local_base: bool = False
+    where: str = ""
+
+    @property
+    def base(self) -> str:
+        return self.base_model + (f"@{self.base_revision}" if self.base_revision else "")
 
 
 class MissingWeightsError(FileNotFoundError):
@@ -113,3 +141,39 @@ def load_weights(model: Any, folder: str | Path) -> None:
     missing = [key for key in state if key not in loaded and state[key].data_ptr() not in shared]
     if missing:
         raise ValueError(f"{folder} lacks parameters this model has: {missing[:3]}")
+
+
+def _card(folder: Path) -> dict[str, Any]:
+    from seal_hub.hub.cards import card_metadata
+
+    readme = folder / "README.md"
+    return card_metadata(readme.read_text(encoding="utf-8")) if readme.is_file() else {}
+
+
+def read_policy(folder: str | Path, where: str | None = None, *, base: str | None = None) -> PublishedPolicy:
+    """What the policy in `folder` is (see the module docstring); `base` (a model id or path) overrides the base the
+    folder names. A folder without policy files, or an adapter naming no base, is a one-line `HubError`."""
+    from seal_hub.models.config import parse_model_id
+
+    folder = Path(folder)
+    where = where or str(folder)
+    try:
+        kind = policy_kind(folder)
+    except FileNotFoundError:
+        raise HubError(
+            f"{where}: this revision holds no {ADAPTER_CONFIG} nor {MODEL_CONFIG}; is it a policy (<run>-adapter) "
+            "repository?"
+        ) from None
+    if base is not None:
+        return PublishedPolicy(folder, *parse_model_id(base), kind, where=where)
+    config = json.loads((folder / ADAPTER_CONFIG).read_text(encoding="utf-8")) if kind == "adapter" else {}
+    card = _card(folder)
+    seal = card.get("seal") if isinstance(card.get("seal"), dict) else {}
+    local_base = seal.get("local_base") if not card.get("base_model") and kind == "full" else None
+    named = card.get("base_model") or config.get("base_model_name_or_path") or seal.get("local_base")
+    if not named:
+        if kind == "full":  # a whole model loads by itself: its base only matters to check_base_model
+            return PublishedPolicy(folder, "", None, kind, where=where)
+        raise HubError(f"{where}: neither the card nor {ADAPTER_CONFIG} names the base model; pass base=...")
+    repo_id, revision = parse_model_id(named)
+    return PublishedPolicy(folder, repo_id, revision or config.get("revision"), kind, bool(local_base), where)

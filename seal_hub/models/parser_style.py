@@ -17,7 +17,7 @@ How the style is inferred, first rule that applies:
    notion of seal_hub's style names, which is why the styles are tried against it rather than mapped.
 2. Rendering. For a template TRL does not recognise (an exact-match list: a model's own variant of a known
    template, or ToolACE-style pythonic templates), the template renders an assistant turn holding the probe
-   call, and each of seal_hub's parsers (`seal_hub.toolcalls`) reads the assistant part: the style whose
+   call, and each of seal_hub's parsers (`seal_hub.models.toolcalls`) reads the assistant part: the style whose
    parser gets the call back is the template's.
 
 A template that does not render tool calls at all (it drops them) teaches no style: a given style is then
@@ -36,7 +36,13 @@ from typing import Any
 
 from seal_hub.envs.protocol import ToolCall
 from seal_hub.models.end_tokens import template_end_of_turn
-from seal_hub.toolcalls import PARSER_STYLES, ParserStyleError, check_parser_style, format_tool_calls, parse_tool_calls
+from seal_hub.models.toolcalls import (
+    PARSER_STYLES,
+    ParserStyleError,
+    check_parser_style,
+    format_tool_calls,
+    parse_tool_calls,
+)
 
 PROBE_CALL = ToolCall(name="seal_style_probe", arguments={"city": "Paris", "days": 3})
 PROBE_TOOL = {

@@ -16,7 +16,6 @@
 Importing this package is cheap: gradio is never imported here, and torch only when a live episode starts.
 """
 
-from seal_hub.renamed import renamed_names
 from seal_hub.replay.episodes import EpisodeFilter, EpisodeSummary, EpisodeTable, ReplayError
 from seal_hub.replay.page import Selection, Viewer, deep_link
 from seal_hub.replay.replay_source import ReplaySource, open_replay_source
@@ -32,10 +31,3 @@ __all__ = [
     "deep_link",
     "open_replay_source",
 ]
-
-_DEPRECATED = {
-    "open_source": "open_replay_source"
-}  # old names, kept as aliases: seal_hub.hub.open_source is another function
-
-
-__getattr__ = renamed_names(__name__, globals(), _DEPRECATED)

@@ -113,8 +113,8 @@ def deployed(run: str, runs: tuple[str, ...] = (), policies: tuple[str, ...] = (
 def space_policies(run: str, revision: str = "") -> tuple[str, ...]:
     """``tiny``, then each adapter of `run` up to iteration `revision` (all when none) and its base model."""
     from seal_hub.hub import RunRepos, fetch
-    from seal_hub.hub.loading import adapter_base
-    from seal_hub.hub.registry import registry_for
+    from seal_hub.hub.backends import registry_for
+    from seal_hub.hub.policy import read_policy
 
     ref = Ref.parse(run)
     adapters = Ref(RunRepos.of(ref.repo_id).adapter, "model", None, ref.backend)
@@ -127,10 +127,11 @@ def space_policies(run: str, revision: str = "") -> tuple[str, ...]:
         number = _iteration(version.tag)
         if limit is not None and (number is None or number > limit):
             continue
-        base, base_revision = adapter_base(fetch(adapters.at(version.tag), "model"))
+        policy = read_policy(fetch(adapters.at(version.tag), "model"), str(adapters.at(version.tag)))
+        base, base_revision = policy.base_model, policy.base_revision
         adapter = f"{_SCHEMES[registry.backend]}{adapters.repo_id}@{version.tag}"
         local = registry.backend == "local" and Path(base).expanduser().is_dir()  # a Hub Space cannot load one
-        if local or _REPO_ID.match(base):
+        if base and (local or _REPO_ID.match(base)):  # a full model whose card names no base: none to list
             found.append(f"{base}@{base_revision}" if base_revision else base)
         found.append(adapter)
     return tuple(dict.fromkeys(found))

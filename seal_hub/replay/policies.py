@@ -4,8 +4,9 @@
 hit moves it to the back, a miss loads it with `load(name)`, then the oldest entries are dropped until at most
 `max_count` remain and their weights total at most `max_bytes`. A policy larger than `max_bytes` on its own is
 refused with one line once loaded, and not kept. `load_named(name)` is the loader the Space uses: ``tiny``,
-``demo``, a published policy (``NS/RUN-adapter@iter-k``: an adapter on the base model its card names, or a full
-fine-tune's model by itself), else a model id or (local use only) a directory.
+``demo``, a published policy (a reference a registry holds, e.g. ``NS/RUN-adapter@iter-k``: an adapter on the base
+model its card names, or a full fine-tune's model by itself, as its files say; `published_policy`), else a model id
+or (local use only) a directory. Loading goes through the one policy loader (`seal_hub.hub.loading`).
 
 Design choice: loads run one at a time under the cache's lock, so concurrent visitors never load two copies of
 one policy nor several policies at once; an entry's size is its parameters' and buffers' bytes, which is what
@@ -22,10 +23,13 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from seal_hub.replay.episodes import ReplayError
 from seal_hub.replay.quiet import cut
+
+if TYPE_CHECKING:
+    from seal_hub.hub.policy import PublishedPolicy
 
 MB = 1 << 20
 
@@ -85,28 +89,48 @@ class PolicyCache:
         return list(self._entries)
 
 
+def published_policy(name: str) -> PublishedPolicy | None:
+    """The policy version `name` names when a registry holds it: the registry the reference names (``local://``,
+    ``hf://``, else the configured one) has a model repository of that id, and the revision's files say what it is
+    (`seal_hub.hub.policy.read_policy`: an adapter or a whole model). None for a name that is no reference, or,
+    without a scheme, no repository of the configured registry (a model id: `load_policy` loads it); a scheme naming
+    a registry without that repository is a `HubError`. Nothing is read into the name itself."""
+    from seal_hub.hub import HubError, Ref
+    from seal_hub.hub.backends import registry_for
+    from seal_hub.hub.policy import read_policy
+    from seal_hub.hub.registry import with_type
+
+    try:
+        ref = Ref.parse(name, "model")
+    except (HubError, ValueError):
+        return None
+    registry = registry_for(ref)
+    try:
+        held = registry.repo_exists(ref.repo_id, "model")
+    except HubError:  # the Hub switched off or out of reach: its cache may hold the version
+        try:
+            return read_policy(registry.download(with_type(ref, registry, "model")), name)
+        except HubError:
+            return None
+    if not held and ref.backend is not None:  # local:// or hf:// names a registry: the name is no model id
+        raise HubError(f"{name}: no model repository {ref.repo_id} in the {registry.backend} registry")
+    return read_policy(registry.download(with_type(ref, registry, "model")), name) if held else None
+
+
 def load_named(name: str) -> tuple[Any, Any]:
     """(model, tokenizer) of a policy name (see the module docstring); `ReplayError` when it cannot be loaded."""
-    from seal_hub.hub import HubError, fetch
-    from seal_hub.hub.loading import adapter_base
-    from seal_hub.models import PolicyConfig, load_policy, named_policy_config
+    from seal_hub.hub import HubError
+    from seal_hub.hub.loading import load_policy_version
+    from seal_hub.models import load_policy, named_policy_config
 
     try:
         if name in ("tiny", "demo"):
             return load_policy(named_policy_config(name))
         if Path(name).expanduser().is_dir():
             return load_policy(named_policy_config(str(Path(name).expanduser())))
-        if "-adapter" in name.split("@", 1)[0]:
-            from peft import PeftModel
-
-            from seal_hub.hub.policy import policy_kind
-
-            folder = fetch(name, "model")
-            if policy_kind(folder) == "full":  # a full fine-tune's version: the whole model
-                return load_policy(PolicyConfig(model_name_or_path=str(folder)))
-            base, revision = adapter_base(folder)
-            model, tokenizer = load_policy(PolicyConfig(model_name_or_path=base, model_revision=revision))
-            return PeftModel.from_pretrained(model, str(folder)), tokenizer
+        published = published_policy(name)
+        if published is not None:  # an adapter on the base its card names, or a whole model by itself
+            return load_policy_version(published)
         return load_policy(named_policy_config(name))
     except (HubError, OSError, ValueError) as exc:
         raise ReplayError(f"policy {cut(name)!r} cannot be loaded: {str(exc).splitlines()[0]}") from None

@@ -9,7 +9,7 @@
 - a directory holding ``trajectories.parquet`` and ``diagnoses.parquet`` (what ``seal-hub eval`` and
   ``seal-hub rollout`` write): one source called ``evaluation``.
 - a training output directory (``iterations/step_<n>/`` folders and ``interfaces/v<k>.json``, see
-  `seal_hub.run_records`): each step folder is an iteration, each interface file a version.
+  `seal_hub.training.run_records`): each step folder is an iteration, each interface file a version.
 
 Design choice: Parquet is read with pyarrow, not `datasets.load_dataset`, because the Space opens an iteration
 of a thousand episodes in well under a second that way (`seal_hub.replay.episodes` keeps the table and turns
@@ -25,10 +25,11 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from seal_hub.hub.registry import HubError, Ref, registry_for
+from seal_hub.hub.backends import registry_for
+from seal_hub.hub.registry import HubError, Ref
 from seal_hub.interface import InterfaceError, InterfaceSnapshot, load_snapshot
 from seal_hub.replay.episodes import EpisodeTable, ReplayError, read_iteration
-from seal_hub.run_records import iteration_folders
+from seal_hub.training.run_records import iteration_folders
 
 EVALUATION = "evaluation"
 

@@ -1,6 +1,6 @@
 """What a report is made from: SEAL run directories and evaluation directories, read into typed records.
 
-A run directory is what training leaves (`seal_hub.run_records`): `iterations/step_NNNNNN/metrics.json` (+ the
+A run directory is what training leaves (`seal_hub.training.run_records`): `iterations/step_NNNNNN/metrics.json` (+ the
 iteration's Parquet files), `interfaces/vN.json`, `checkpoint-N/`, `run_config.json` and, when the run evaluated
 on held-out tasks as it trained, `held_out/step_NNNNNN.json`. An evaluation directory
 holds `results.json` (schema `seal_hub.eval/1`, written by `seal-hub eval`) and optionally its Parquet records.
@@ -27,7 +27,7 @@ import pyarrow.parquet as pq
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from seal_hub.interface import InterfaceSnapshot, load_snapshot
-from seal_hub.run_records import (
+from seal_hub.training.run_records import (
     ITERATIONS_DIR,
     RUN_CONFIG_FILE,
     held_out_files,

@@ -8,16 +8,46 @@ so the trajectories say exactly what produced them. Training does not go through
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass, field
 
-from seal_hub.cli_args import PARSER_HELP, PARSER_STYLES, environment_options, option, positive_limit, task_arguments
+from seal_hub.cli_args import PARSER_STYLE_HELP, EnvironmentArguments, TaskArguments, add_command
 from seal_hub.defaults import MAX_CONTEXT_TOKENS, MAX_LIVE_EPISODES
 
 
-def _rollout(args: argparse.Namespace) -> int:
+@dataclass(kw_only=True)
+class RolloutArguments(TaskArguments, EnvironmentArguments):
+    """`seal-hub rollout`'s options: the policy, its published sources and its sampling, on the tasks
+    `TaskArguments` select (`--seed` seeds the sampling only; `--split_seed` the stratified split)."""
+
+    output_dir: str = field(metadata={"help": "directory for trajectories.parquet"})
+    model: str | None = field(
+        default=None, metadata={"help": "'tiny', 'demo' (SmolLM2-135M), a Hub id or a path (default: demo)"}
+    )
+    interface: str | None = field(
+        default=None, metadata={"help": "a published environment version to apply: ns/name-env@v3"}
+    )
+    adapter: str | None = field(
+        default=None,
+        metadata={"help": "a published adapter on the policy: ns/name-adapter@iter-3 (--model defaults to its base)"},
+    )
+    num_generations: int = field(default=1, metadata={"help": "rollouts per task"})
+    max_live_episodes: int = field(default=MAX_LIVE_EPISODES, metadata={"help": "episodes generated together"})
+    temperature: float = field(default=1.0, metadata={"help": "sampling temperature (0: greedy)"})
+    top_p: float = field(default=1.0, metadata={"help": "nucleus sampling mass"})
+    top_k: int = field(default=0, metadata={"help": "sample among the k likeliest tokens (0: all)"})
+    max_new_tokens: int = field(default=256, metadata={"help": "tokens per model step"})
+    max_context_tokens: int = field(
+        default=MAX_CONTEXT_TOKENS, metadata={"help": "longest token sequence of one episode"}
+    )
+    parser_style: str | None = field(default=None, metadata=PARSER_STYLE_HELP)
+    seed: int = field(default=0, metadata={"help": "sampling seed"})
+
+
+def _rollout(args: RolloutArguments) -> int:
     import time
     from pathlib import Path
 
-    from seal_hub.envs.builtin import suite_tasks
+    from seal_hub.envs.builtin import resolve_suite
     from seal_hub.models import load_for_inference
     from seal_hub.rollout import (
         PolicyInfo,
@@ -28,8 +58,8 @@ def _rollout(args: argparse.Namespace) -> int:
         write_trajectories,
     )
 
-    suite, tasks = suite_tasks(args.suite, args.split, args.split_file, seed=args.seed, **environment_options(args))
-    tasks = tasks[: positive_limit(args.limit)]
+    suite = resolve_suite(args.suite, **args.environment_options())
+    tasks = args.select(suite)
     interface, adapter, model_name = _sources(args)
     model, tokenizer, policy = load_for_inference(model_name)
     info = PolicyInfo(policy.model_name_or_path, policy.model_revision)
@@ -70,7 +100,7 @@ def _rollout(args: argparse.Namespace) -> int:
     return 0
 
 
-def _sources(args: argparse.Namespace):
+def _sources(args: RolloutArguments):
     """--interface / --adapter resolved once to commits and recorded in --output_dir/sources.json; the model to load
     (--model, else the adapter's base, else the demo model), checked against the adapter's base."""
     from seal_hub.hub.sources import RunSources, check_base_model, resolve_reference
@@ -87,32 +117,5 @@ def _sources(args: argparse.Namespace):
 
 
 def add_rollout_command(commands: argparse._SubParsersAction) -> None:
-    rollout = commands.add_parser("rollout", help="roll a policy out on a suite's tasks and write trajectories")
-    rollout.add_argument(
-        "--model", default=None, help="'tiny', 'demo' (SmolLM2-135M), a Hub id or a path (default: demo)"
-    )
-    task_arguments(rollout, default_split="test")
-    rollout.add_argument("--limit", type=int, default=None, help="first N tasks of the split")
-    rollout.add_argument("--output_dir", required=True, help="directory for trajectories.parquet")
-    option(rollout, "num_generations", type=int, default=1, help="rollouts per task")
-    option(rollout, "max_live_episodes", type=int, default=MAX_LIVE_EPISODES, help="episodes generated together")
-    option(rollout, "temperature", type=float, default=1.0, help="sampling temperature (0: greedy)")
-    option(rollout, "top_p", type=float, default=1.0, help="nucleus sampling mass")
-    option(rollout, "top_k", type=int, default=0, help="sample among the k likeliest tokens (0: all)")
-    option(rollout, "max_new_tokens", type=int, default=256, help="tokens per model step")
-    option(
-        rollout,
-        "max_context_tokens",
-        type=int,
-        default=MAX_CONTEXT_TOKENS,
-        help="longest token sequence of one episode",
-    )
-    option(rollout, "parser_style", choices=PARSER_STYLES, default=None, help=PARSER_HELP)
-    option(rollout, "seed", type=int, default=0, help="sampling seed (and the seed of --split_file stratified)")
-    rollout.add_argument("--interface", default=None, help="a published environment version to apply: ns/name-env@v3")
-    rollout.add_argument(
-        "--adapter",
-        default=None,
-        help="a published adapter on the policy: ns/name-adapter@iter-3 (--model defaults to its base)",
-    )
-    rollout.set_defaults(handler=_rollout)
+    helped = "roll a policy out on a suite's tasks and write trajectories"
+    add_command(commands, "rollout", RolloutArguments, _rollout, help=helped)

@@ -14,7 +14,7 @@ conditioned on). A step with more calls than the template takes in one message (
 given to the template as the text the model wrote, so the episode goes on and every call still runs.
 
 Per step, every live episode that waits for the model goes into one `GenerationBackend.generate` call; its
-output is parsed into tool calls (`seal_hub.toolcalls`, in the style the chat template teaches unless
+output is parsed into tool calls (`seal_hub.models.toolcalls`, in the style the chat template teaches unless
 `parser_style` is given: `seal_hub.models.parser_style`), stepped through the environment, and the episode
 either continues or finishes independently. Rollouts of the same task start together so their shared prefix
 is computed once. An episode whose next prompt would not fit the context ends with truncation
@@ -46,6 +46,7 @@ from seal_hub.envs.suite import Suite, SuiteTask
 from seal_hub.interface import InterfaceSnapshot
 from seal_hub.models.end_tokens import template_end_of_turn
 from seal_hub.models.parser_style import resolve_parser_style
+from seal_hub.models.toolcalls import ToolCallParser, check_parser_style
 from seal_hub.rollout.backend import Generation, GenerationBackend, GenerationRequest, SamplingConfig
 from seal_hub.rollout.records import (
     CallRecord,
@@ -55,7 +56,6 @@ from seal_hub.rollout.records import (
     TurnRecord,
     VerdictRecord,
 )
-from seal_hub.toolcalls import ToolCallParser, check_parser_style
 
 
 class TemplateError(ValueError):

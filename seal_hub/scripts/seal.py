@@ -46,11 +46,11 @@ from seal_hub.hub import HubError, PublishConfig
 from seal_hub.hub.callback import PublishCallback
 from seal_hub.hub.sources import SourceError, attach_policy, check_base_model, derive_interface, run_sources
 from seal_hub.interface import InterfaceError
-from seal_hub.kill_points import kill_point
 from seal_hub.models import PolicyConfig, load_policy, lora_config
-from seal_hub.run_records import last_checkpoint
 from seal_hub.training import SealConfig, SealTrainer
 from seal_hub.training.comparison import HeldOutComparison
+from seal_hub.training.kill_points import kill_point
+from seal_hub.training.run_records import last_checkpoint
 from seal_hub.training.selection import TaskArguments, TooFewTasksError, select_tasks
 from seal_hub.training.summary import run_summary
 from seal_hub.training.warmup import WarmupArguments, WarmupMismatchError, warm_up

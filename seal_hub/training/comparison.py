@@ -34,8 +34,8 @@ from seal_hub.evaluation.scores import CategoryScore, Scores
 from seal_hub.interface import InterfaceSnapshot
 from seal_hub.models.merged import merged_lora
 from seal_hub.rollout import PolicyInfo, build_hf_backend
-from seal_hub.run_records import held_out_files
 from seal_hub.training.held_out import HeldOutResult, held_out_protocol, write_held_out
+from seal_hub.training.run_records import held_out_files
 
 if TYPE_CHECKING:
     from seal_hub.training.config import SealConfig

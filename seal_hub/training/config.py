@@ -22,7 +22,7 @@ from seal_hub.envs.protocol import ErrorKind
 from seal_hub.interface.evolve import INTERFACE_MODES, EvolveConfig, evolve_config_for
 from seal_hub.interface.rho import RhoSettings
 from seal_hub.interface.snapshot import MAX_GUIDELINES
-from seal_hub.toolcalls import check_parser_style
+from seal_hub.models.toolcalls import check_parser_style
 from seal_hub.training.groups import DYNAMIC_SAMPLING
 from seal_hub.training.task_sampler import TASK_SAMPLERS
 

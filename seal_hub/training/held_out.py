@@ -13,7 +13,7 @@ applies and the paper evaluates with, whatever `max_steps_per_turn` the rollouts
 runs any suite's episodes. `held_out_tasks` picks the subset: categories interleaved in the split's order (BFCL:
 base, miss_func, miss_param, long_context, base, ...), so a small count still covers every category. The result is
 logged as `eval_success_rate` and `eval_success_rate/<category>` (trackio and wandb show them as `eval/...`) and
-written to `held_out/step_NNNNNN.json` in the run directory (`seal_hub.run_records.held_out_path`), where
+written to `held_out/step_NNNNNN.json` in the run directory (`seal_hub.training.run_records.held_out_path`), where
 `seal-hub report` finds it.
 
 Not covered: the full 400-task evaluation with its own records and cards (`seal-hub eval`).
@@ -32,7 +32,7 @@ from seal_hub.evaluation.harness import evaluate_policy
 from seal_hub.evaluation.protocol import EvalProtocol
 from seal_hub.interface import InterfaceSnapshot
 from seal_hub.rollout import GenerationBackend, PolicyInfo
-from seal_hub.run_records import held_out_path
+from seal_hub.training.run_records import held_out_path
 
 if TYPE_CHECKING:
     from seal_hub.training.config import SealConfig

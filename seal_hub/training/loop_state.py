@@ -18,7 +18,7 @@ trainer and binds the instance to it, so the next checkpoint records the live st
 What stays outside `trainer_state.json`: the environment versions themselves (``output_dir/interfaces/vN.json``,
 `seal_hub.interface.store`, written as they are made and shared by every checkpoint of a run); the state
 records only which versions existed at its step. Not covered: a checkpoint without this state (not a SEAL
-checkpoint: `seal_hub.run_records.load_state` refuses it).
+checkpoint: `seal_hub.training.run_records.load_state` refuses it).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from transformers.trainer_callback import ExportableState
 
 from seal_hub.diagnosis import Label, RolloutDiagnosis
 from seal_hub.interface import InterfaceSnapshot
-from seal_hub.kill_points import kill_point
+from seal_hub.training.kill_points import kill_point
 
 if TYPE_CHECKING:
     from seal_hub.training import SealTrainer

@@ -1,6 +1,6 @@
 """What a finished training run prints: the per-iteration table, where its artifacts are, or why nothing trained.
 
-`summary_lines(output_dir, trainer)` reads the run's iteration records (`seal_hub.run_records.read_metrics`): a row
+`summary_lines(output_dir, trainer)` reads the run's iteration records (`run_records.read_metrics`): a row
 per iteration (step, success rate, mean rollout weight, environment version, the three most prevalent labels), then
 the environment versions, the rho that moved away from 1, the artifacts' folder and, when the run publishes, its
 three repositories. `complete_line(trainer)` is the one line of a relaunch that found the run already complete. The
@@ -15,7 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from seal_hub.run_records import read_metrics
+from seal_hub.training.run_records import read_metrics
 
 if TYPE_CHECKING:
     from seal_hub.training.trainer import SealTrainer

@@ -90,13 +90,17 @@ from seal_hub.interface import InterfaceSnapshot
 from seal_hub.interface.evolve import evolve, starting_interface
 from seal_hub.interface.rho import RhoWindow
 from seal_hub.interface.store import SnapshotStore
-from seal_hub.kill_points import kill_point
 from seal_hub.models.end_tokens import end_token_ids
 from seal_hub.models.merged import merged_lora
 from seal_hub.rollout import GenerationBackend, PolicyInfo, RolloutConfig, RolloutEngine, SamplingConfig
 from seal_hub.rollout.hf_backend import build_hf_backend
 from seal_hub.rollout.synced import SyncedSteps, needs_synced_generation
-from seal_hub.run_records import (
+from seal_hub.training.config import SealConfig
+from seal_hub.training.groups import Group, StepPlan, groups_of, plan_step
+from seal_hub.training.held_out import HeldOutResult, evaluate_held_out, held_out_protocol, write_held_out
+from seal_hub.training.kill_points import kill_point
+from seal_hub.training.loop_state import LoopStateBinder, SealLoopState, export_loop_state, import_loop_state
+from seal_hub.training.run_records import (
     iteration_metrics,
     last_checkpoint,
     load_state,
@@ -104,10 +108,6 @@ from seal_hub.run_records import (
     write_iteration,
     write_run_config,
 )
-from seal_hub.training.config import SealConfig
-from seal_hub.training.groups import Group, StepPlan, groups_of, plan_step
-from seal_hub.training.held_out import HeldOutResult, evaluate_held_out, held_out_protocol, write_held_out
-from seal_hub.training.loop_state import LoopStateBinder, SealLoopState, export_loop_state, import_loop_state
 from seal_hub.training.sampler import EpochRepeatSampler, SamplerEpoch
 from seal_hub.training.shared_prompt import shared_prompt_logps, shares_prompts, whole_groups
 from seal_hub.training.task_sampler import TaskSampler

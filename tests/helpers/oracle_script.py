@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from seal_hub.toolcalls import format_tool_calls
+from seal_hub.models.toolcalls import format_tool_calls
 
 
 def oracle_texts(suite, task) -> list[str]:

@@ -2,7 +2,7 @@
 
 Everything here is made up to exercise the report's reading and drawing (a smooth curve, a few interface
 versions, an evaluation per variant); none of it is a measured result. The files follow the formats the
-trainer (`seal_hub.run_records`) and `seal-hub eval` (schema `seal_hub.eval/1`) write.
+trainer (`seal_hub.training.run_records`) and `seal-hub eval` (schema `seal_hub.eval/1`) write.
 """
 
 from __future__ import annotations

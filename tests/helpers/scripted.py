@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from seal_hub.models.toolcalls import format_tool_calls
 from seal_hub.rollout.backend import Generation, GenerationRequest, SamplingConfig
-from seal_hub.toolcalls import format_tool_calls
 
 
 class ScriptedBackend:

@@ -41,8 +41,9 @@ def main() -> None:
             labels, verdict = labels_of(suite, task, steps, config=EpisodeConfig())
             episodes += 1
             every.update(labels)
-            if verdict.first_failed_turn is not None:
-                first[labels[verdict.first_failed_turn]] += 1
+            failed = next((t.turn for t in verdict.turns if not t.passed), None)
+            if failed is not None:
+                first[labels[failed]] += 1
     print(f"{episodes} perturbed episodes, {sum(every.values())} turns, {sum(first.values())} failed episodes")
     print("| label | all turns | first failing turn |\n|---|---:|---:|")
     for label in Label:

@@ -23,7 +23,7 @@ is the SEAL paper's training budget instead: every model step counts (calling or
 episode has taken that many without finishing it is cut (force-terminated, reward 0; the turns it did not
 verify are labelled by `seal_hub.envs.bfcl.labels`).
 
-Not covered: turning model text into calls (`seal_hub.toolcalls`) or what the agent is shown beyond the
+Not covered: turning model text into calls (`seal_hub.models.toolcalls`) or what the agent is shown beyond the
 task's own messages and tools (`seal_hub.interface`).
 """
 

@@ -3,7 +3,7 @@
 BFCL's evaluator first decodes the model's text into calls, then: for irrelevance categories a turn passes
 when nothing decodes to a call; for live_relevance when something does; for the AST categories the decoded
 calls go to `ast_checker` with the offered function docs and the answer key. Here the calls arrive already
-parsed (`seal_hub.toolcalls`), so decoding is: every call has a name and a JSON-object argument set, and no
+parsed (`seal_hub.models.toolcalls`), so decoding is: every call has a name and a JSON-object argument set, and no
 text failed to parse. The checker is run under the name of a local open model whose config keeps dotted
 function names (BFCL renames `a.b` to `a_b` only for APIs that refuse dots; our tools keep BFCL's names).
 
