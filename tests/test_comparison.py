@@ -68,7 +68,7 @@ def test_base_and_warm_up_stages_go_to_their_folders_on_the_main_process_only(ch
     comparison.warmup(None, None, 7)
     assert [c[0] for c in calls] == [stage_dir(config.output_dir, "base"), stage_dir(config.output_dir, "warmup")]
     assert calls[0][1] == base and calls[0][2] is None and calls[0][3] is False
-    assert calls[1][1]["revision"] == "abc"
+    assert calls[1][1] == {"id": "tiny + SFT warm-up (7 steps)", "revision": "abc"}  # named as the warmed-up model
 
 
 def test_the_final_stage_ends_with_the_contract_lines(chosen, monkeypatch):

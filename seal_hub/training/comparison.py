@@ -211,7 +211,7 @@ class HeldOutComparison:
         if self.main_process:
             warm = {"id": f"{self.base_record['id']} + SFT warm-up ({steps} steps)"}
             out = stage_dir(self.output_dir, "warmup")
-            evaluate_stage(self.plan, model, tokenizer, out, warm | self.base_record, None, self.merge_lora)
+            evaluate_stage(self.plan, model, tokenizer, out, self.base_record | warm, None, self.merge_lora)
 
     def final(self, trainer: SealTrainer, tokenizer) -> list[str]:
         """The final policy on the held-out tasks, recorded as the adapter published at the last iteration (and
