@@ -85,6 +85,7 @@ def test_an_episode_renders_as_chat_with_calls_nesting_their_results_and_a_badge
     ]
     assert calls[1]["metadata"]["title"] == "🛠️ ls(a=true)"
     assert {r["metadata"]["parent_id"] for r in results} == {c["metadata"]["id"] for c in calls}
+    assert all(c["metadata"]["status"] == "done" for c in calls)  # closed, so the turn's answer stays in view
     # frames: one per model step after the first; each frame shows more than the one before
     assert len(view.frames) == trajectory.num_steps + 1
     assert list(view.frames) == sorted(set(view.frames)) and view.frames[-1] == len(view.messages)
@@ -100,6 +101,9 @@ def test_a_tool_error_shows_its_kind_and_the_hint_of_the_interface_the_agent_ran
     view = render_episode(with_error)
     errors = [m for m in view.messages if m.get("metadata", {}).get("title", "").startswith("⚠️")]
     assert errors and errors[0]["metadata"]["title"] == "⚠️ missing_argument"
+    parent = errors[0]["metadata"]["parent_id"]
+    failed_call = next(m for m in view.messages if m.get("metadata", {}).get("id") == parent)
+    assert failed_call["metadata"]["title"].endswith(" → ⚠️ missing_argument")  # readable with the call closed
     assert "Hint:" not in errors[0]["content"]  # it ran under v0: no recovery feedback
     source = open_replay_source("alice/demo")
     tools = task_tools(suite, with_error.task_id)

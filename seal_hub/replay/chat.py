@@ -3,9 +3,9 @@
 `render_episode(trajectory, labels)` returns a `ReplayView`: the messages (plain dicts with ``role``,
 ``content`` and, for tool traffic, ``metadata``) and the frames of a step-through: frame 0 shows the system
 prompt and the first user turn, frame k everything up to the k-th model step's tool results (and the user turn
-that follows). Each tool call is its own message titled with the tool name; its result is nested under it
-through ``metadata["parent_id"]``, titled with the error kind when the call failed. Each user turn opens
-with a badge line: the turn number, the verdict (passed / failed / not verified) and the failure label.
+that follows). Each tool call is its own message, closed, titled with the call (and the error kind when it failed,
+so a failure reads without opening it); its result is nested under it through ``metadata["parent_id"]``. Each user
+turn opens with a badge line: the turn number, the verdict (passed / failed / not verified) and the failure label.
 
 The conversation is taken from the trajectory's recorded messages, so tool results read exactly as the agent
 saw them (with the recovery hints of its environment version); the step records supply error kinds, parse
@@ -112,14 +112,19 @@ def _step_messages(number: int, step: StepRecord, said: MessageRecord | None, sh
     results = list(step.results)
     for c, call in enumerate(step.tool_calls):
         call_id = f"step{number}-call{c}"
+        record = results[c] if c < len(results) else None
+        failed = f" → ⚠️ {record.error_kind}" if record is not None and record.error_kind else ""
         out.append(
             {
                 "role": "assistant",
                 "content": fenced(_arguments(call.arguments)),
-                "metadata": {"title": f"🛠️ {short(call_text(call.name, call.arguments))}", "id": call_id},
+                "metadata": {  # closed: the title is the call; a click shows its arguments and what it returned
+                    "title": f"🛠️ {short(call_text(call.name, call.arguments))}{failed}",
+                    "id": call_id,
+                    "status": "done",
+                },
             }
         )
-        record = results[c] if c < len(results) else None
         text = shown[c].content if c < len(shown) else (record.content if record else "")
         title = f"⚠️ {record.error_kind}" if record is not None and record.error_kind else f"↳ {call.name} returned"
         out.append(
