@@ -16,7 +16,7 @@ from helpers.user_env import PANTRY, PANTRY_ROWS, write_jsonl
 
 from seal_hub.scripts import seal
 from seal_hub.training import SealConfig
-from seal_hub.training.selection import TaskArguments, TooFewTasksError, select_tasks
+from seal_hub.training.selection import TaskArguments, TooFewTasksError, environment_run_name, select_tasks
 
 # the 23 fields of the one SealScriptArguments before issue 38: each is still a flag and YAML key of the script
 SCRIPT_FIELDS_BEFORE = [
@@ -81,6 +81,10 @@ def test_the_demo_config_under_a_user_environment_leaves_its_task_choice_out_unl
     assert warmup.sft_warmup_steps == 7 and training.max_steps == 3 and script.held_out_comparison  # the demo's
     flagged = seal.parse_args([*out, *user, "--num_train_tasks", "3", "--categories", "stock"])
     assert (flagged[3].categories, flagged[3].num_train_tasks) == (["stock"], 3)
+    assert demo[0].publish_run == "demo/seal-demo-cpu" and script.publish_run == "demo/seal-pantry"  # not the demo's
+    named = seal.parse_args([*user, "--publish_run", "me/mine"])
+    assert (named[0].publish_run, named[1].output_dir) == ("me/mine", "outputs/seal-pantry")
+    assert environment_run_name("pkg.mod:Smart_Home2") == "seal-smart-home2" == environment_run_name("Smart_Home2")
     config = tmp_path / "mine.yaml"  # a config of one's own keeps every key it gives
     config.write_text(f"environment: {PANTRY}\ndataset: pantry.jsonl\nnum_train_tasks: 2\noutput_dir: {tmp_path}\n")
     assert seal.parse_args(["--config", str(config)])[3].num_train_tasks == 2

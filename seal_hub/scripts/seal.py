@@ -51,7 +51,7 @@ from seal_hub.training import SealConfig, SealTrainer
 from seal_hub.training.comparison import HeldOutComparison
 from seal_hub.training.kill_points import kill_point
 from seal_hub.training.run_records import last_checkpoint
-from seal_hub.training.selection import TaskArguments, TooFewTasksError, select_tasks
+from seal_hub.training.selection import TaskArguments, TooFewTasksError, environment_run_name, select_tasks
 from seal_hub.training.summary import run_summary
 from seal_hub.training.warmup import WarmupArguments, WarmupMismatchError, warm_up
 
@@ -215,15 +215,17 @@ def with_default_config(argv: Sequence[str]) -> list[str]:
 
 def parse_args(argv: Sequence[str], prog: str | None = None) -> tuple:
     """The five argument records of `argv` (`with_default_config`). A user environment on the CPU demo's config
-    (no --config) keeps the demo's settings but not its suite's task choice (`DEMO_SUITE_KEYS`, unless given as
-    flags): it is parsed again with those keys left at their defaults, never rewritten after parsing."""
+    (no --config) keeps the demo's settings but neither its task choice (`DEMO_SUITE_KEYS`) nor its run's name
+    (`environment_run_name`); flags win: parsed again with those defaults, never rewritten after parsing."""
     given = list(argv)
     args = make_parser(prog).parse_args_and_config(with_default_config(given))
     if args[3].environment is None or with_default_config(given) == given:
         return args
-    demo = yaml.safe_load(DEFAULT_CONFIG.read_text(encoding="utf-8"))
+    demo = {k: v for k, v in yaml.safe_load(DEFAULT_CONFIG.read_text()).items() if k not in DEMO_SUITE_KEYS}
+    name = environment_run_name(args[3].environment)
+    demo |= {"publish_run": f"demo/{name}", "output_dir": f"outputs/{name}"}
     parser = make_parser(prog)
-    parser.set_defaults_with_config(**{key: value for key, value in demo.items() if key not in DEMO_SUITE_KEYS})
+    parser.set_defaults_with_config(**demo)
     return parser.parse_args_and_config(given)
 
 

@@ -15,6 +15,7 @@ Not covered: the held-out evaluation itself (`seal_hub.training.held_out`), and 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -131,6 +132,13 @@ class TaskArguments:
             dataset_revision=self.dataset_revision,
             **options,
         )
+
+
+def environment_run_name(environment: str) -> str:
+    """`seal-<class>` for an environment's import path (`pkg.mod:MyEnv` -> `seal-myenv`): the run name and output
+    folder a user environment gets on the CPU demo's config, in place of the demo's own."""
+    name = re.split(r"[:.]", environment.strip())[-1]
+    return "seal-" + (re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or "environment")
 
 
 @dataclass(frozen=True)
