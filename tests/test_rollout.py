@@ -62,6 +62,8 @@ def test_batched_cached_engine_equals_the_plain_reference(suite, tiny):
         assert max(abs(x - y) for x, y in zip(a.logprobs, b.logprobs, strict=True)) < 1e-4
     # the shared prefix and each episode's history came from caches, not recomputation
     assert cached_backend.reused_tokens > cached_backend.prefilled_tokens
+    # a group's decode steps need its task prefix once; our rows each read it (the memory bound's two counts)
+    assert 0 < cached_backend.positions_needed < cached_backend.positions_read
 
 
 def test_trajectory_token_view_is_consistent(suite, tiny):

@@ -81,6 +81,8 @@ class HFBackend:
         self.reused_tokens = 0  # tokens whose KV came from a cache instead
         self.timings: dict[str, float] = dict.fromkeys(("layout", "prefill", "forward", "cache", "sampling"), 0.0)
         self.decode_steps = 0
+        self.positions_read = 0  # KV positions the decode steps' attention read (a shared prefix once per row)
+        self.positions_needed = 0  # the same with each distinct task prefix counted once per step (the floor)
 
     @property
     def device(self) -> torch.device:
@@ -199,7 +201,14 @@ class HFBackend:
         timings = self.timings
         sample = Sampler(sampling, self._device_generator(device))
         clock = _clock(device)
+        prefixes = [_shareable_prefix(r) for r in requests]
+        group_of = {p: k for k, p in enumerate(dict.fromkeys(prefixes))}
+        groups = [group_of[p] for p in prefixes]  # rows with the same task prefix share a group
         while active:
+            live = order[:active]
+            self.positions_read += sum(lengths[:active]) + active
+            self.positions_needed += sum(lengths[:active]) + active - sum(len(prefixes[i]) for i in live)
+            self.positions_needed += sum(len(prefixes[i]) for i in {groups[i]: i for i in live}.values())
             start = clock()
             cache, mask = self.rows.decode_cache(lengths[:active], device)
             # the step's inputs and positions go to the device in one copy (positions stay Python ints here)
