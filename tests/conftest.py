@@ -14,20 +14,13 @@ import pytest  # noqa: E402
 
 @pytest.fixture(scope="session", autouse=True)
 def _session_registry(tmp_path_factory):
-    """A module-scoped fixture that publishes without naming a registry writes here, never into the user's
-    ``~/.cache/seal_hub/registry`` (a run published there by the README's demo made a test's run name taken)."""
+    """A test or fixture that publishes without naming a registry writes here, never into the user's
+    ``~/.cache/seal_hub/registry`` (a run published there by the README's demo made a test's run name taken). Not
+    one per test: an app a module fixture serves in this process reads the registry its fixture set."""
     patch = pytest.MonkeyPatch()
     patch.setenv("SEAL_HUB_REGISTRY", str(tmp_path_factory.mktemp("session-registry")))
     yield
     patch.undo()
-
-
-@pytest.fixture(autouse=True)
-def _own_registry(tmp_path_factory, monkeypatch):
-    """Each test a registry of its own unless it sets one: two tests that publish under the default run name from
-    different output_dirs would otherwise meet the claim check (a run name belongs to the output_dir that first
-    published it)."""
-    monkeypatch.setenv("SEAL_HUB_REGISTRY", str(tmp_path_factory.mktemp("registry")))
 
 
 @pytest.fixture(scope="session")

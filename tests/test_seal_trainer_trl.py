@@ -202,11 +202,12 @@ def test_the_readmes_python_quickstart_runs(tiny_dir, tmp_path):
 
 
 def test_seal_hub_train_without_a_dataset_trains_seeded_episodes_and_eval_replays_the_held_out_ones(
-    tiny_dir, tmp_path, capsys
+    tiny_dir, tmp_path, capsys, monkeypatch
 ):
     from seal_hub.cli import main as cli_main
     from seal_hub.rollout.records import read_trajectories
 
+    monkeypatch.setenv("SEAL_HUB_REGISTRY", str(tmp_path / "registry"))
     out = tmp_path / "run"
     flags = ["--environment", "helpers.trl_envs:Guess", "--model_name_or_path", str(tiny_dir)]
     flags += ["--output_dir", str(out), "--max_steps", "1", "--per_device_train_batch_size", "2"]
