@@ -204,11 +204,13 @@ class HFBackend:
         prefixes = [_shareable_prefix(r) for r in requests]
         group_of = {p: k for k, p in enumerate(dict.fromkeys(prefixes))}
         groups = [group_of[p] for p in prefixes]  # rows with the same task prefix share a group
+        prefix_lengths = [len(p) for p in prefixes]  # fixed for the call: not recounted every step
         while active:
             live = order[:active]
-            self.positions_read += sum(lengths[:active]) + active
-            self.positions_needed += sum(lengths[:active]) + active - sum(len(prefixes[i]) for i in live)
-            self.positions_needed += sum(len(prefixes[i]) for i in {groups[i]: i for i in live}.values())
+            held = sum(lengths[:active]) + active
+            self.positions_read += held
+            self.positions_needed += held - sum(prefix_lengths[i] for i in live)
+            self.positions_needed += sum(prefix_lengths[i] for i in {groups[i]: i for i in live}.values())
             start = clock()
             cache, mask = self.rows.decode_cache(lengths[:active], device)
             # the step's inputs and positions go to the device in one copy (positions stay Python ints here)

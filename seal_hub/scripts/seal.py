@@ -221,7 +221,7 @@ def parse_args(argv: Sequence[str], prog: str | None = None) -> tuple:
     args = make_parser(prog).parse_args_and_config(with_default_config(given))
     if args[3].environment is None or with_default_config(given) == given:
         return args
-    demo = {k: v for k, v in yaml.safe_load(DEFAULT_CONFIG.read_text()).items() if k not in DEMO_SUITE_KEYS}
+    demo = {k: v for k, v in yaml.safe_load(DEFAULT_CONFIG.read_text("utf-8")).items() if k not in DEMO_SUITE_KEYS}
     name = environment_run_name(args[3].environment)
     demo |= {"publish_run": f"demo/{name}", "output_dir": f"outputs/{name}"}
     parser = make_parser(prog)
