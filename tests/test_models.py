@@ -443,3 +443,18 @@ def test_cli_policies_generate_on_the_gpu(tiny_dir):
 
     model, _, _ = load_for_inference(str(tiny_dir))
     assert model.device.type == "cuda"
+
+
+def test_short_names_tiny_and_demo_resolve_in_every_loader(tmp_path, monkeypatch):
+    """`tiny` and `demo` mean the same model to a training config (`load_policy`) as to eval and rollout
+    (`named_policy_config`): `seal-hub train --model_name_or_path tiny` used to fail as an unknown Hub id."""
+    import seal_hub.models.loading as loading
+    from seal_hub.models.tiny import named_policy_config
+
+    monkeypatch.setenv("SEAL_HUB_CACHE", str(tmp_path))
+    assert PolicyConfig(model_name_or_path="demo").model_name_or_path == DEMO_MODEL_ID
+    resolved = resolve_model(PolicyConfig(model_name_or_path="tiny"))
+    assert resolved == loading.ResolvedModel("local", str(tmp_path / "tiny-policy"))
+    assert named_policy_config("tiny").model_name_or_path == resolved.path
+    model, tokenizer = load_policy(PolicyConfig(model_name_or_path="tiny"))
+    assert model.config.num_hidden_layers == 2 and tokenizer.pad_token is not None

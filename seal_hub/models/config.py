@@ -62,7 +62,8 @@ class PolicyConfig(ModelConfig):
         default=DEMO_MODEL_ID,
         metadata={
             "help": "Hub id ('org/name' or 'org/name@revision'), or a local model directory. The default demo "
-            "model also works offline (see demo_source)."
+            "model also works offline (see demo_source). Two short names: 'demo' (the default) and 'tiny' (a "
+            "random two-layer model built once in the cache, for smoke runs and tests)."
         },
     )
     use_bnb_nested_quant: bool = field(
@@ -100,6 +101,8 @@ class PolicyConfig(ModelConfig):
                 "model_name_or_path is empty: give a Hub id ('org/name' or 'org/name@revision'), a local model "
                 f"directory, or leave the default {DEMO_MODEL_ID!r}"
             )
+        if self.model_name_or_path == "demo":  # the short name every seal-hub command takes
+            self.model_name_or_path = DEMO_MODEL_ID
         repo_id, revision = parse_model_id(self.model_name_or_path)
         if revision is not None:
             if self.model_revision not in (None, "main", revision):

@@ -1,7 +1,8 @@
 """Load a policy and its tokenizer from a Hub id, a local directory, or the offline demo model.
 
 `resolve_model(config)` decides where the weights come from, as a `ResolvedModel` record, without loading
-anything: an existing local directory; the demo model's converted GGUF (`seal_hub.models.demo`) when
+anything: the short name `tiny` (a random model built once in the cache, `seal_hub.models.tiny`); an existing
+local directory; the demo model's converted GGUF (`seal_hub.models.demo`) when
 `config.demo_source` says so or when the Hub cannot serve the demo model; otherwise a Hub id at
 `config.model_revision`. Whether the Hub can be reached is decided once per process (`seal_hub.hub.reach`: one
 short probe, no retries); unreachable, the process reads only the Hub cache from then on, the demo model comes
@@ -41,6 +42,7 @@ from seal_hub.models.demo import DEMO_PACKAGE, demo_model_dir, is_converted, mat
 logger = logging.getLogger(__name__)
 
 Source = Literal["local", "hub", "demo_gguf"]
+TINY_NAME = "tiny"  # seal_hub.models.tiny's random policy, built once in the cache
 
 
 @dataclass(frozen=True)
@@ -55,6 +57,10 @@ class ResolvedModel:
 def resolve_model(config: PolicyConfig) -> ResolvedModel:
     """Decide where `config`'s policy comes from (converting the demo GGUF if that is the answer)."""
     name = config.model_name_or_path
+    if name == TINY_NAME:  # the short name every seal-hub command takes, like 'demo' (PolicyConfig maps that one)
+        from seal_hub.models.tiny import tiny_policy_dir  # here: it trains a tokenizer on first use
+
+        return ResolvedModel("local", str(tiny_policy_dir()))
     local = Path(name).expanduser()
     if local.exists():
         return ResolvedModel("local", str(_check_model_dir(local, name)))

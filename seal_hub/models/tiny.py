@@ -153,17 +153,23 @@ def tiny_config(tokenizer: Qwen2Tokenizer, hidden_size: int = 64, num_layers: in
     )
 
 
-def named_policy_config(name: str) -> PolicyConfig:
-    """The policy a command-line name means: `tiny` (this module's random model, built once in the cache),
-    `demo` (SmolLM2-135M-Instruct), else a Hub id or a local directory."""
+def tiny_policy_dir() -> Path:
+    """The directory of the `tiny` policy every command takes by that name, built once in the cache."""
     from seal_hub.models.demo import cache_root
 
+    path = cache_root() / "tiny-policy"
+    if not (path / "config.json").exists():
+        build_tiny_model(path)
+    return path
+
+
+def named_policy_config(name: str) -> PolicyConfig:
+    """The policy a command-line name means: `tiny` (this module's random model, built once in the cache),
+    `demo` (SmolLM2-135M-Instruct), else a Hub id or a local directory. Its `model_name_or_path` is the tiny
+    model's directory for `tiny` (`resolve_model` maps the name itself too, so a training config may say `tiny`)."""
     if name == "tiny":
-        path = cache_root() / "tiny-policy"
-        if not (path / "config.json").exists():
-            build_tiny_model(path)
-        return PolicyConfig(model_name_or_path=str(path))
-    return PolicyConfig() if name == "demo" else PolicyConfig(model_name_or_path=name)
+        return PolicyConfig(model_name_or_path=str(tiny_policy_dir()))
+    return PolicyConfig(model_name_or_path=name)
 
 
 def build_tiny_model(
