@@ -66,3 +66,25 @@ def test_a_shared_warm_up_needs_a_lora_policy(tiny, tmp_path, monkeypatch):
     tasks = [SimpleNamespace(id="t1")]
     with pytest.raises(WarmupMismatchError, match="needs use_peft true"):
         warm_up(model, None, tokenizer, None, tasks, args, config(tmp_path), tiny)
+
+
+def test_the_adapter_the_warm_up_starts_from_is_a_function_of_the_seed(tiny, tmp_path, monkeypatch):
+    """PEFT draws LoRA's initial weights from the global RNG, which torch seeds anew in every process (two runs of
+    the demo once differed by a held-out task for that alone): warm_up seeds it with the run's seed first."""
+    import torch
+
+    monkeypatch.setattr(warmup_module, "warmup_dataset", lambda suite, tasks, tokenizer: ["row"])
+    monkeypatch.setattr(warmup_module, "run_warmup", lambda *a, **k: None)
+    lora = LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj"], task_type="CAUSAL_LM")
+    args = WarmupArguments(sft_warmup_steps=1)
+
+    def initial_adapter(seed: int, draws: int) -> list[torch.Tensor]:
+        torch.rand(draws)  # whatever ran before the warm-up (an evaluation, another process's start)
+        model, tokenizer = load_policy(tiny)
+        run = SealConfig(output_dir=str(tmp_path / "run"), use_cpu=True, seed=seed, report_to=[])
+        wrapped = warm_up(model, lora, tokenizer, None, [], args, run, tiny)
+        return [p.detach().clone() for name, p in wrapped.named_parameters() if "lora_A" in name]
+
+    first, second, other = initial_adapter(3, 1), initial_adapter(3, 1000), initial_adapter(4, 1)
+    assert first and all(torch.equal(a, b) for a, b in zip(first, second, strict=True))
+    assert not all(torch.equal(a, b) for a, b in zip(first, other, strict=True))

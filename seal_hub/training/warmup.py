@@ -259,8 +259,12 @@ def warm_up(
     """The SFT warm-up on the training tasks' answers, or the shared one `sft_warmup_dir` already holds; returns
     the model wrapped in the LoRA adapter of `peft_config` (None: `model` as it is), which GRPO goes on training."""
     from accelerate import PartialState
+    from accelerate.utils import set_seed
     from peft import get_peft_model
 
+    # PEFT draws the adapter's initial weights from the global RNG, which torch seeds anew in every process: seeded
+    # here (as TRL's GRPOTrainer seeds before its own get_peft_model), the warm-up is a function of `config.seed`
+    set_seed(config.seed)
     model = get_peft_model(model, peft_config) if peft_config is not None else model
     steps = args.sft_warmup_steps
 
