@@ -1,29 +1,33 @@
-"""Batched generation on a Hugging Face causal LM, holding one copy of each live episode's KV cache.
+"""Batched generation on a Hugging Face causal LM: a task's prompt KV held once per group, one KV copy of the rest.
 
 A BFCL prompt is mostly its system prompt and tool schemas (thousands of tokens, the same for every rollout of
-a task and every step of an episode), and an episode only ever appends to its token sequence. So:
+a task and every step of an episode), and an episode only ever appends to its token sequence. So, by default
+on CPU and CUDA:
 
-- every episode (session) owns one row of per-layer KV tensors sized to its own sequence
-  (`seal_hub.rollout.kv_rows`); its tokens sit at row positions 0..n-1, which are also their true positions, so
-  no left padding is ever built, and a decode step's attention runs per row over exactly its own positions
-  (`seal_hub.rollout.rows_attention`): a short episode never reserves the longest one's length;
+- every episode (session) owns a row (`seal_hub.rollout.kv_rows`): a reference to its task prefix's KV, held
+  ONCE for the whole group of rollouts (`seal_hub.rollout.kv_prefix.SharedPrefix`: the group's first row
+  prefills it, the others take a reference, it is freed when the last one lets go), and the row's own tail
+  (everything after the prefix), sized to itself. Positions are true positions (RoPE): no left padding is built;
 - the row is kept between the episode's steps, so a step only prefills the new environment tokens (in chunks,
-  which bounds the activations a long prompt needs), and it is the only copy of that episode's KV;
-- a task's shared prefix is computed once: a new rollout copies it from a live row of the same task; when no
-  live row holds it, from the prefix store, which keeps the prefixes of released episodes up to
-  `max_prefix_bytes` (least recently used first out) and hands an entry over to the row that takes it;
-- rows are ordered as the requests without copying anything (they are objects that own their tensors); a row is
-  re-allocated (one layer at a time) only when its sequence outgrows its capacity;
-- a row that finishes early in the decode loop is swapped behind the live rows (no copy).
+  which bounds the activations a long prompt needs); a row whose sequence diverges inside the shared prefix
+  keeps the common part as a shorter view and writes the rest to its own tail (the prefix is never written);
+- when no live row holds a task's prefix, the prefix store keeps released ones up to `max_prefix_bytes` (least
+  recently used first out) and hands an entry's reference over to the row that takes it;
+- a generate call's decode loop holds the rows' tails in one padded tensor per layer (`seal_hub.rollout.kv_step`,
+  copied in once and back once per call), and each decode step's attention (`seal_hub.rollout.rows_attention`)
+  runs, per layer, one call over all the tails and one per group of rows sharing a prefix (the prefix's keys read
+  once a step for the group, in place), merged by their log-sum-exp: a group of 8 reads its prompt once a step,
+  not 8 times, and 32 rows of 4 tasks make 5 attention calls a layer, not 32;
+- a row that finishes early in the decode loop is swapped behind the live rows (no copy: it keeps its slot).
 
-What a row does not share: rollouts of one task each hold their own copy of the prefix (sharing it would need an
-attention over two key blocks merged by their log-sum-exp, not done here). Sampling goes through transformers'
-own logits warpers in `model.generate`'s order (`sampling.py`), so it draws from the distribution the reference
-backend (`reference.py`) draws from; greedy decoding matches it token for token. The draw runs on the model's
-device (a generator there), and a decode step moves its inputs and positions to the device in one copy and its
-tokens and log-probs back in one (positions are kept as Python ints): one copy back per step. On CUDA the step's
-timings synchronise at their boundaries; only the one before sampling waits for work (the forward, which the copy
-back would wait for anyway).
+Sampling goes through transformers' own logits warpers in `model.generate`'s order (`sampling.py`), so it draws
+from the distribution the reference backend (`reference.py`) draws from; greedy decoding matches it token for
+token (the merge of two partial softmaxes is exact up to rounding; the tests compare with `generate`). The draw
+runs on the model's device (a generator there), and a decode step moves its inputs and positions to the device
+in one copy and its tokens and log-probs back in one (positions are kept as Python ints): one copy back per step.
+On CUDA the step's timings synchronise at their boundaries; only the one before sampling waits for work (the
+forward, which the copy back would wait for anyway). A call cut short (an error, an interrupt) drops its rows:
+their KV may be partial; the next call prefills them again.
 
 With `synced` (several ranks whose forwards are collectives, `seal_hub.rollout.synced`), every forward first joins
 the ranks' "any work left" all-reduce, and `finish` runs dummy forwards until every rank's rollouts are done.
@@ -33,7 +37,9 @@ model's end-of-turn tokens, the tokenizer's pad token): `seal-hub eval` and `rol
 comparison, the experiment and the replay Space's live episodes all call it.
 
 `timings` accumulates where generation time goes (prefill forwards, decode forwards, cache work, sampling) for
-the benchmarks. Not covered: speculative decoding, paged attention, or multi-GPU inference (use vLLM there).
+the benchmarks. Not covered: one attention call over every group's prefix at once (100 tasks x 1 rollout still
+make 100 prefix calls a layer; that needs a kernel reading blocks in place), packed prefill of several rows,
+bf16 KV, speculative decoding, or multi-GPU inference (use vLLM there).
 """
 
 from __future__ import annotations
@@ -44,7 +50,8 @@ from collections.abc import Iterable
 import torch
 
 from seal_hub.rollout.backend import Generation, GenerationRequest, SamplingConfig
-from seal_hub.rollout.kv_rows import KVRows, PrefixStore, num_layers
+from seal_hub.rollout.kv_prefix import PrefixStore
+from seal_hub.rollout.kv_rows import KVRows, num_layers
 from seal_hub.rollout.rows_attention import rows_attention
 from seal_hub.rollout.sampling import Sampler
 from seal_hub.rollout.synced import SyncedSteps
@@ -81,7 +88,7 @@ class HFBackend:
         self.reused_tokens = 0  # tokens whose KV came from a cache instead
         self.timings: dict[str, float] = dict.fromkeys(("layout", "prefill", "forward", "cache", "sampling"), 0.0)
         self.decode_steps = 0
-        self.positions_read = 0  # KV positions the decode steps' attention read (a shared prefix once per row)
+        self.positions_read = 0  # KV positions the decode steps' attention read (a prefix once a group, tails padded)
         self.positions_needed = 0  # the same with each distinct task prefix counted once per step (the floor)
 
     @property
@@ -145,24 +152,17 @@ class HFBackend:
             self._forward(new, self.rows.prefill_cache(row, begin, end), mask, positions)
         self.prefilled_tokens += len(ids) - start
 
-    def _prepare(self, requests: list[GenerationRequest], room: list[int]) -> None:
+    def _prepare(self, requests: list[GenerationRequest]) -> None:
         """Rows 0..n-1 hold the requests' sequences (all but their last token), ready for the decode loop."""
         start = time.perf_counter()
         targets = [r.token_ids[:-1] for r in requests]
         prefixes = [_shareable_prefix(r) for r in requests]
-        kept = self.rows.layout([r.session for r in requests], targets, prefixes, room, self.prefixes)
+        kept = self.rows.layout([r.session for r in requests], targets, prefixes, self.prefixes)
         self.timings["layout"] += time.perf_counter() - start
-        for row, (request, target, prefix) in enumerate(zip(requests, targets, prefixes, strict=True)):
-            have = kept[row]
-            self.reused_tokens += have
-            if have < len(prefix) <= len(target):
-                start = time.perf_counter()
-                copied = self.rows.copy_prefix(row, prefix, self.prefixes)
-                self.timings["layout"] += time.perf_counter() - start
-                self.reused_tokens += max(0, copied - have)
-                have = max(have, copied)
+        for row, (request, target) in enumerate(zip(requests, targets, strict=True)):
+            self.reused_tokens += kept[row]
             start = time.perf_counter()
-            self._prefill(row, target, have)
+            self._prefill(row, target, kept[row])  # a group's first row fills its shared prefix; the others skip it
             self.rows.set_ids(row, target, request.prefix_length)
             self.timings["prefill"] += time.perf_counter() - start
 
@@ -182,12 +182,16 @@ class HFBackend:
         try:
             with rows_attention(self.model):
                 return self._generate(requests, sampling)
+        except BaseException:  # a call cut short (an error, an interrupt): its rows' KV may be partial, drop them
+            self.rows.forget({r.session for r in requests})
+            raise
         finally:
             self.model.train(was_training)
 
     def _generate(self, requests: list[GenerationRequest], sampling: SamplingConfig) -> list[Generation]:
         limits = [r.max_new_tokens or sampling.max_new_tokens for r in requests]
-        self._prepare(requests, limits)
+        self._prepare(requests)
+        batch = self.rows.begin_decode(len(requests), limits)
         device = self.device
         n = len(requests)
         order = list(range(n))  # request index held by each batch row (rows move when finished ones swap out)
@@ -208,11 +212,11 @@ class HFBackend:
         while active:
             live = order[:active]
             held = sum(lengths[:active]) + active
-            self.positions_read += held
             self.positions_needed += held - sum(prefix_lengths[i] for i in live)
             self.positions_needed += sum(prefix_lengths[i] for i in {groups[i]: i for i in live}.values())
             start = clock()
-            cache, mask = self.rows.decode_cache(lengths[:active], device)
+            cache, mask = self.rows.decode_cache(lengths[:active], live, device)
+            self.positions_read += batch.read
             # the step's inputs and positions go to the device in one copy (positions stay Python ints here)
             step_in = torch.tensor([*inputs[:active], *lengths[:active]], device=device)[:, None]
             tokens_in, positions = step_in[:active], step_in[active:]
@@ -260,6 +264,9 @@ class HFBackend:
         for row, index in enumerate(order):
             covered = requests[index].token_ids + tuple(generated[index][:-1])
             self.rows.set_ids(row, covered, requests[index].prefix_length)
+        start = clock()
+        self.rows.end_decode()  # the tails back into their rows, each sized to its own
+        timings["cache"] += clock() - start
         return [Generation(tuple(generated[i]), tuple(logprobs[i]), finished[i]) for i in range(n)]
 
 

@@ -1,42 +1,47 @@
-"""The KV cache of every live episode, one row per episode, each row sized to its own sequence; and the prefix store.
+"""The KV cache of every live episode: a shared task prefix held once per group, and each row's own tail.
 
-Each row owns, per model layer, keys and values shaped ``[1, kv_heads, capacity, head_dim]``, where the capacity
-is the row's own length rounded up to `CAPACITY_STEP` positions (plus what the current call will decode), not the
-longest row's: rows of a 2.7k-token task and a 4.4k-token task no longer reserve 4.4k positions each. Row i's
-tokens sit at positions 0..n-1, which are also their true positions (RoPE). Because rows differ in length, a
-decode step cannot hand the model one ``[rows, heads, width, dim]`` tensor; the attention of a decode step runs
-per row over exactly that row's positions (`seal_hub.rollout.rows_attention`), so nothing is masked, padded or
-zero-filled. The model gets `transformers` caches that write in place:
+A row (one episode, `_Row`) covers its sequence's positions 0..n-1 in two parts:
 
-- `prefill_cache(row, begin, end)`: a batch-of-one cache that writes positions begin..end-1 of one row (the
-  model's own attention runs over the row's first `end` positions);
-- `decode_cache(positions, device)`: the first `len(positions)` rows, each writing one token at its own position (a row
-  that reaches its capacity grows by `CAPACITY_STEP` first, one layer at a time).
+- the task prefix (system prompt, tool schemas, first user turn): a reference to a `SharedPrefix`
+  (`seal_hub.rollout.kv_prefix`) and how many of its positions the row uses. Every rollout of a task's group
+  refers to the same one, so a group of G rows holds its prompt's KV once, not G times; the first row of a group
+  prefills it, the others take a reference (nothing copied); it is freed with its last reference;
+- the row's own tail (everything after the shared part: its completions, the environment's answers), per layer
+  ``[1, kv_heads, capacity, head_dim]`` with the capacity the row's own tail length rounded up to
+  `CAPACITY_STEP`, re-allocated (one block of layers at a time) only when a prefill outgrows it.
 
-`layout` orders a call's sessions as rows 0..n-1 (then sessions held but not requested) and makes room for the
-tokens the call adds; rows are Python objects, so ordering them, swapping them or dropping them copies nothing.
-A row grows (one layer re-allocated at a time, so the transient is one layer of one row) only when its sequence
-outgrows its capacity. Released rows that nobody adopts leave their task prefix in the `PrefixStore`, bounded by
-bytes (least recently used out first), whose entries are handed over (not copied and kept) to the row that takes
-them: one copy of each token's KV.
+A row never writes into a shared prefix (it is immutable once its first row filled it): a row whose sequence
+diverges inside the shared part keeps the common positions as a shorter view and writes the rest to its tail,
+so copy-on-write never copies. Positions stay true positions (RoPE): position p of a row is the shared prefix's
+p when p < the shared length, else its tail's p - shared length.
 
-Not covered: sharing one prefix copy between rows (each row holds its own), sliding-window eviction (sliding
-layers see the whole row), and linear attention / state-space layers (their models need their own cache classes).
+The model gets `transformers` caches that write in place: `prefill_cache(row, begin, end)` writes one row's
+positions begin..end-1 (into its shared prefix while its first row fills it, else into its tail) and hands the
+model's own attention the row's first `end` positions; a generate call's decode steps go through
+`seal_hub.rollout.kv_step` (`begin_decode`/`decode_cache`/`end_decode`): the call's tails in one padded tensor
+per layer, read in place with each group's prefix by `seal_hub.rollout.rows_attention`.
+
+`layout` orders a call's sessions as rows 0..n-1 (then sessions held but not requested) and shares prefixes;
+rows are Python objects, so ordering, swapping or dropping them copies nothing. A released row's prefix goes
+to the `PrefixStore` when that row held its last reference (bounded by bytes, least recently used out first).
+
+Not covered: sliding-window eviction (sliding layers see the whole row), and linear attention / state-space
+layers (their models need their own cache classes).
 """
 
 from __future__ import annotations
 
-import time
-from collections import OrderedDict
 from dataclasses import dataclass, field
 
 import torch
 from transformers.cache_utils import Cache, CacheLayerMixin
 
-CAPACITY_STEP = 128  # a row's capacity grows in steps of this many positions
-SHRINK_SLACK = 4 * CAPACITY_STEP  # a row this much larger than it needs is re-allocated smaller
-BLOCK_BYTES = 40 * 2**20  # a row's KV is allocated in blocks of layers of at least this size (see `_allocate`)
-LayerKV = tuple[torch.Tensor, torch.Tensor]  # keys, values shaped [1, kv_heads, tokens, head_dim]
+from seal_hub.rollout.kv_prefix import PrefixStore, SharedPrefix
+from seal_hub.rollout.kv_step import DecodeBatch
+
+CAPACITY_STEP = 128  # a row's tail capacity grows in steps of this many positions
+SHRINK_SLACK = 4 * CAPACITY_STEP  # a tail this much larger than it needs is re-allocated smaller
+BLOCK_BYTES = 40 * 2**20  # a row's tail is allocated in blocks of layers of at least this size (see `_allocate`)
 
 
 def num_layers(model) -> int:
@@ -53,71 +58,50 @@ def _rounded(positions: int) -> int:
     return -(-positions // CAPACITY_STEP) * CAPACITY_STEP
 
 
+def _common(a: tuple[int, ...], b: tuple[int, ...]) -> int:
+    """The length of the longest common prefix of `a` and `b`."""
+    n = min(len(a), len(b))
+    if a[:n] == b[:n]:
+        return n
+    low, high = 0, n  # a[:low] == b[:low], a[:high] != b[:high]
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (middle, high) if a[:middle] == b[:middle] else (low, middle)
+    return low
+
+
 @dataclass
 class _Row:
     session: str
     ids: tuple[int, ...]  # the tokens whose KV the row holds, at positions 0..len-1
     prefix_length: int = 0
-    retired: bool = False  # released: kept only as a source of its prefix until the next layout
-    capacity: int = 0  # positions its tensors hold (they are allocated at the first write)
+    retired: bool = False  # released: dropped at the next layout (its prefix may go to the store)
+    shared: SharedPrefix | None = None  # the task prefix it refers to
+    shared_length: int = 0  # how many of the shared prefix's positions it uses (its first positions)
+    capacity: int = 0  # tail positions its own tensors hold (they are allocated at the first write)
     keys: list[torch.Tensor | None] = field(default_factory=list)  # per layer [1, kv_heads, capacity, head_dim]
     values: list[torch.Tensor | None] = field(default_factory=list)
 
     @property
-    def prefix(self) -> tuple[int, ...]:
-        return self.ids[: self.prefix_length] if 0 < self.prefix_length <= len(self.ids) else ()
+    def tail_length(self) -> int:
+        return len(self.ids) - self.shared_length
 
     @property
     def nbytes(self) -> int:
+        """The row's own tail (its shared prefix is counted once, by `KVRows.nbytes`)."""
         return sum(t.nbytes for t in (*self.keys, *self.values) if t is not None)
 
+    def share(self, shared: SharedPrefix | None, length: int) -> None:
+        """Refer to `length` positions of `shared` (its reference already taken) instead of what it held."""
+        self.drop()
+        self.shared, self.shared_length = shared, length
 
-def _holds(ids: tuple[int, ...], prefix: tuple[int, ...]) -> bool:
-    return len(ids) >= len(prefix) > 0 and ids[len(prefix) - 1] == prefix[-1] and ids[: len(prefix)] == prefix
-
-
-class PrefixStore:
-    """Task prefixes' KV that no live row holds, up to `max_bytes` in all; least recently used out first."""
-
-    def __init__(self, max_bytes: int) -> None:
-        self.max_bytes = max_bytes
-        self._entries: OrderedDict[tuple[int, ...], list[LayerKV]] = OrderedDict()
-        self.nbytes = 0
-        self.evictions = 0
-
-    def __len__(self) -> int:
-        return len(self._entries)
-
-    def __contains__(self, prefix: tuple[int, ...]) -> bool:
-        return prefix in self._entries
-
-    @staticmethod
-    def size(kv: list[LayerKV]) -> int:
-        return sum(k.nbytes + v.nbytes for k, v in kv)
-
-    def put(self, prefix: tuple[int, ...], kv: list[LayerKV]) -> bool:
-        """Keep `kv` for `prefix` (evicting the least recently used); False when it alone exceeds the bound."""
-        size = self.size(kv)
-        if not prefix or size > self.max_bytes or prefix in self._entries:
-            return False
-        while self._entries and self.nbytes + size > self.max_bytes:
-            _, old = self._entries.popitem(last=False)
-            self.nbytes -= self.size(old)
-            self.evictions += 1
-        self._entries[prefix] = kv
-        self.nbytes += size
-        return True
-
-    def take(self, prefix: tuple[int, ...]) -> list[LayerKV] | None:
-        """Hand the entry over (it leaves the store: the row that takes it is now its one copy)."""
-        kv = self._entries.pop(prefix, None)
-        if kv is not None:
-            self.nbytes -= self.size(kv)
-        return kv
-
-    def clear(self) -> None:
-        self._entries.clear()
-        self.nbytes = 0
+    def drop(self) -> None:
+        """Let go of everything: the shared prefix's reference and the tail."""
+        if self.shared is not None:
+            self.shared.release()
+        self.shared, self.shared_length = None, 0
+        self.keys, self.values, self.capacity = [], [], 0
 
 
 class _RowsCache(Cache):
@@ -125,12 +109,12 @@ class _RowsCache(Cache):
         super().__init__(layers=layers)
 
 
-class _Layer(CacheLayerMixin):
+class _PrefillLayer(CacheLayerMixin):
     is_sliding = False
 
-    def __init__(self, rows: KVRows, index: int) -> None:
+    def __init__(self, rows: KVRows, index: int, row: int, begin: int) -> None:
         super().__init__()
-        self.rows, self.index = rows, index
+        self.rows, self.index, self.row, self.begin = rows, index, row, begin
         self.is_initialized = True
 
     def lazy_initialization(self, key_states: torch.Tensor, value_states: torch.Tensor) -> None:
@@ -139,19 +123,28 @@ class _Layer(CacheLayerMixin):
     def get_max_length(self) -> int:
         return -1
 
-
-class _PrefillLayer(_Layer):
-    def __init__(self, rows: KVRows, index: int, row: int, begin: int) -> None:
-        super().__init__(rows, index)
-        self.row, self.begin = row, begin
-
     def update(self, key_states: torch.Tensor, value_states: torch.Tensor, *args, **kwargs):
-        row = self.rows.rows[self.row]
-        keys, values = self.rows.tensors(row, self.index, key_states, value_states)
-        end = self.begin + key_states.shape[-2]
-        keys[:, :, self.begin : end] = key_states
-        values[:, :, self.begin : end] = value_states
-        return keys[:, :, :end], values[:, :, :end]
+        row, layer, begin = self.rows.rows[self.row], self.index, self.begin
+        shared, n = row.shared, row.shared_length
+        end = begin + key_states.shape[-2]
+        if begin < n:  # the group's first row fills the shared prefix; no other row starts its prefill inside it
+            keys, values = shared.tensors(layer, key_states, value_states)
+            stop = min(end, n)
+            keys[:, :, begin:stop] = key_states[:, :, : stop - begin]
+            values[:, :, begin:stop] = value_states[:, :, : stop - begin]
+        if end > n:
+            keys, values = self.rows.tensors(row, layer, key_states, value_states)
+            low = max(begin, n)
+            keys[:, :, low - n : end - n] = key_states[:, :, low - begin :]
+            values[:, :, low - n : end - n] = value_states[:, :, low - begin :]
+        if n == 0:
+            return keys[:, :, :end], values[:, :, :end]
+        shared_keys, shared_values = shared.view(layer, min(n, end))
+        if end <= n:
+            return shared_keys, shared_values
+        # the model's own attention over the row's first `end` positions: the shared part, then the tail
+        own_keys, own_values = keys[:, :, : end - n], values[:, :, : end - n]
+        return torch.cat([shared_keys, own_keys], 2), torch.cat([shared_values, own_values], 2)
 
     def get_seq_length(self) -> int:
         return self.begin
@@ -160,49 +153,23 @@ class _PrefillLayer(_Layer):
         return self.begin + query_length, 0
 
 
-@dataclass
-class DecodeStep:
-    """One decode step's rows and where each writes its token (shared by the layers of the one decode cache)."""
-
-    active: bool = False  # a decode step is under way (prefill forwards use the model's own attention)
-    rows: list[_Row] = field(default_factory=list)
-    positions: list[int] = field(default_factory=list)
-
-
-class _DecodeLayer(_Layer):
-    def update(self, key_states: torch.Tensor, value_states: torch.Tensor, *args, **kwargs):
-        start = time.perf_counter()
-        step, layer = self.rows.step, self.index
-        for i, (row, position) in enumerate(zip(step.rows, step.positions, strict=True)):
-            keys, values = self.rows.tensors(row, layer, key_states, value_states)
-            keys[0, :, position] = key_states[i, :, 0]
-            values[0, :, position] = value_states[i, :, 0]
-        self.rows.write_seconds += time.perf_counter() - start
-        return key_states, value_states  # the rows' attention reads the rows themselves (rows_attention)
-
-    def get_seq_length(self) -> int:
-        return max(self.rows.step.positions, default=0)
-
-    def get_mask_sizes(self, query_length: int) -> tuple[int, int]:
-        return self.get_seq_length() + query_length, 0
-
-
 class KVRows:
-    """Per-row, per-layer KV tensors, one row per session (see the module docstring)."""
+    """Rows of per-session KV: a shared prefix reference and an own tail each (see the module docstring)."""
 
     def __init__(self, num_layers: int) -> None:
         self.num_layers = num_layers
         self.rows: list[_Row] = []
-        self.resizes = 0  # how often a row was re-allocated (each copies that row's cached positions once)
+        self.resizes = 0  # how often a row's tail was re-allocated (each copies its cached positions once)
         self.swaps = 0  # rows swapped out of a decode batch when they finished early
+        self.shared_prefixes = 0  # shared prefixes made (each prefilled once)
+        self.shared_uses = 0  # rows that took a reference to a prefix another row or the store held
+        self.step: DecodeBatch | None = None  # the current call's decode steps (between begin and end_decode)
         self.write_seconds = 0.0  # decode steps' KV writes, which run inside the model's forward
-        self.step = DecodeStep()
-        self._decode = _RowsCache([_DecodeLayer(self, i) for i in range(num_layers)])
 
-    # ----- tensors -----
+    # ----- tail tensors -----
 
     def tensors(self, row: _Row, layer: int, like_keys: torch.Tensor, like_values: torch.Tensor):
-        """`row`'s tensors of `layer`, allocated on first use with the shapes the model's KV has."""
+        """`row`'s tail tensors of `layer`, allocated on first use with the shapes the model's KV has."""
         if not row.keys:
             row.keys, row.values = [None] * self.num_layers, [None] * self.num_layers
         if row.keys[layer] is None:
@@ -216,7 +183,7 @@ class KVRows:
 
     def _allocate(self, row: _Row, first: int, like: torch.Tensor, shape: tuple[int, int, int]) -> None:
         """One block for the keys and values of `first` and the next unallocated layers, `BLOCK_BYTES` or more
-        (all layers when the row is small): blocks that large are mapped and unmapped whole by the allocator, so a
+        (all layers when the tail is small): blocks that large are mapped and unmapped whole by the allocator, so a
         row that grows or leaves gives its memory back instead of leaving holes between other rows' tensors."""
         per_layer = 2 * shape[0] * shape[1] * shape[2] * like.element_size()
         blocks = max(1, self.num_layers * per_layer // BLOCK_BYTES)  # equal blocks of at least BLOCK_BYTES each
@@ -232,16 +199,12 @@ class KVRows:
             row.keys[first + i], row.values[first + i] = block[i, 0:1], block[i, 1:2]
 
     def _fit(self, row: _Row, need: int, keep: int) -> None:
-        """Room for `need` positions: grown when short, shrunk when far larger (an adopted row that was longer)."""
+        """Tail room for `need` positions: grown when short, shrunk when far larger (a row that went back)."""
         if need > row.capacity or row.capacity > _rounded(need) + SHRINK_SLACK:
             self._resize(row, _rounded(need), keep)
 
-    def _grow(self, row: _Row, capacity: int, keep: int) -> None:
-        if capacity > row.capacity:
-            self._resize(row, _rounded(capacity), keep)
-
     def _resize(self, row: _Row, capacity: int, keep: int) -> None:
-        """Re-allocate `row` with `capacity` positions, keeping its first `keep` (one block of layers at a time)."""
+        """Re-allocate `row`'s tail with `capacity` positions, keeping its first `keep` (a block of layers at once)."""
         row.capacity = capacity
         if not any(t is not None for t in row.keys):
             return
@@ -258,35 +221,51 @@ class KVRows:
             del keys, values
         self.resizes += 1
 
+    def _live_prefixes(self) -> list[SharedPrefix]:
+        return list({id(r.shared): r.shared for r in self.rows if r.shared is not None}.values())
+
     @property
     def nbytes(self) -> int:
-        return sum(row.nbytes for row in self.rows)
+        """The rows' KV: every tail, and every shared prefix once however many rows refer to it."""
+        return sum(row.nbytes for row in self.rows) + sum(p.nbytes for p in self._live_prefixes())
+
+    def bytes_per_token(self) -> int:
+        """KV bytes one token takes in all layers (0 before the first forward)."""
+        for row in self.rows:
+            for holder in (row, row.shared):
+                if holder is not None and holder.keys and all(t is not None for t in holder.keys):
+                    return sum(t.shape[1] * t.shape[3] * t.element_size() for t in (*holder.keys, *holder.values))
+        return 0
+
+    # ----- caches the model writes through -----
 
     def prefill_cache(self, row: int, begin: int, end: int) -> Cache:
-        if end > self.rows[row].capacity:
-            raise ValueError(f"prefill up to position {end} exceeds the reserved capacity {self.rows[row].capacity}")
-        self.step.active = False
+        target = self.rows[row]
+        if end - target.shared_length > target.capacity:
+            raise ValueError(
+                f"prefill up to position {end} exceeds the reserved tail capacity {target.capacity} after the "
+                f"{target.shared_length} shared positions"
+            )
+        if begin < target.shared_length and target.shared is not None and target.shared.refs < 1:
+            raise RuntimeError("prefilling into a freed shared prefix")
         return _RowsCache([_PrefillLayer(self, i, row, begin) for i in range(self.num_layers)])
 
-    def decode_cache(self, positions: list[int], device: torch.device) -> tuple[Cache, torch.Tensor]:
-        """The cache for one decode step of rows 0..len(positions)-1, each writing its token at its position, and
-        a placeholder 4D attention mask (each row's attention reads exactly its own positions: nothing to hide)."""
-        step = self.step
-        step.positions = list(positions)
-        step.rows = self.rows[: len(step.positions)]
-        for row, position in zip(step.rows, step.positions, strict=True):
-            if position >= row.capacity:  # decoding past the reserved room: grow by a step
-                self._grow(row, position + CAPACITY_STEP, position)
-        step.active = True
-        return self._decode, torch.ones((len(step.positions), 1, 1, 1), dtype=torch.bool, device=device)
+    def begin_decode(self, count: int, room: list[int]) -> DecodeBatch:
+        """The decode steps of rows 0..count-1, each decoding up to `room` tokens (`seal_hub.rollout.kv_step`)."""
+        self.step = DecodeBatch(self.rows[:count], room, self.num_layers)
+        return self.step
 
-    def attention_views(self, layer: int) -> list[LayerKV]:
-        """Each decoding row's keys and values of `layer` over its positions, the token just written included."""
-        step = self.step
-        return [
-            (row.keys[layer][:, :, : position + 1], row.values[layer][:, :, : position + 1])
-            for row, position in zip(step.rows, step.positions, strict=True)
-        ]
+    def decode_cache(self, positions: list[int], slots: list[int], device: torch.device) -> tuple[Cache, torch.Tensor]:
+        """One decode step: batch row i is the call's row `slots[i]` (rows keep their slot while others leave),
+        writing its token at `positions[i]`; with a placeholder mask (the rows' attention reads exactly theirs)."""
+        return self.step.decode_cache(positions, slots, device)
+
+    def end_decode(self) -> None:
+        """The call's tails back into their rows' own tensors (each sized to its tail), the batch freed."""
+        step, self.step = self.step, None
+        if step is not None:
+            step.close(self)
+            self.write_seconds += step.write_seconds
 
     # ----- rows -----
 
@@ -295,107 +274,86 @@ class KVRows:
             if row.session == session and not row.retired:
                 row.retired = True
 
+    def forget(self, sessions: set[str]) -> None:
+        """Drop these sessions' rows outright (a generate call that failed half-way: their KV may be partial)."""
+        for row in self.rows:
+            if row.session in sessions:
+                row.drop()
+        self.rows = [row for row in self.rows if row.session not in sessions]
+        self.step = None
+
     def set_ids(self, row: int, ids: tuple[int, ...], prefix_length: int) -> None:
         self.rows[row].ids, self.rows[row].prefix_length = ids, prefix_length
 
     def swap(self, a: int, b: int, length: int = 0) -> None:
-        """Exchange rows `a` and `b` (`length` is not needed: rows own their tensors, nothing is copied)."""
+        """Exchange rows `a` and `b` (nothing is copied: rows are objects, their tails keep their batch slots)."""
         self.rows[a], self.rows[b] = self.rows[b], self.rows[a]
         self.swaps += 1
 
-    def copy_prefix(self, row: int, prefix: tuple[int, ...], store: PrefixStore) -> int:
-        """Fill `row`'s first positions with `prefix`'s KV from another row or the store; how many it filled."""
-        size, target = len(prefix), self.rows[row]
-        source = next((r for i, r in enumerate(self.rows) if i != row and r.keys and _holds(r.ids, prefix)), None)
-        if source is not None:
-            for layer in range(self.num_layers):
-                if source.keys[layer] is not None:
-                    keys, values = self.tensors(target, layer, source.keys[layer], source.values[layer])
-                    keys[:, :, :size] = source.keys[layer][:, :, :size]
-                    values[:, :, :size] = source.values[layer][:, :, :size]
-            return size
-        entry = store.take(prefix)
-        if entry is None:
-            return 0
-        for layer in range(len(entry)):
-            keys, values = entry[layer]
-            entry[layer] = None  # each layer of the entry is freed as soon as it is copied in
-            own_keys, own_values = self.tensors(target, layer, keys, values)
-            own_keys[:, :, :size] = keys
-            own_values[:, :, :size] = values
-            del keys, values
-        return size
+    def _lender(self, prefix: tuple[int, ...], lenders: list[SharedPrefix], store: PrefixStore):
+        """The live or stored shared prefix that lends the most of `prefix`: (it, with a reference taken, and how
+        many positions), or (None, 0)."""
+        best, length = None, 0
+        for shared in lenders:
+            n = shared.serves(prefix) if not shared.freed else 0
+            if n > length:
+                best, length = shared, n
+        stored = store.take(prefix, more_than=length) if length < len(prefix) else None
+        if stored is not None:
+            lenders.append(stored[0])
+            return stored  # the store's reference is handed over
+        return (best.acquire(), length) if best is not None else (None, 0)
 
     def layout(
         self,
         sessions: list[str],
         targets: list[tuple[int, ...]],
         prefixes: list[tuple[int, ...]],
-        room: list[int],
         store: PrefixStore,
     ) -> list[int]:
-        """Rows 0..n-1 for `sessions` (n = len(sessions)), with room for `room` more tokens each after `targets`.
+        """Rows 0..n-1 for `sessions` (n = len(sessions)), each with tail room for its target's uncached tokens.
 
         Returns how many leading tokens of each target its row already holds (its own cache from the last step,
-        or an adopted released row of the same task prefix); the rest is the caller's to fill.
+        or a task prefix another row or the store holds, now shared); the rest is the caller's to prefill. What
+        the call will decode is not reserved here: the decode batch (`begin_decode`) holds the new tokens.
         """
-        old = self.rows
-        held = {r.session: r for r in old if not r.retired}
+        held = {r.session: r for r in self.rows if not r.retired}
+        lenders = self._live_prefixes()  # and, as they come, those this layout makes or takes from the store
         new_rows: list[_Row] = []
         kept: list[int] = []
-        taken: set[int] = set()
-        for session, target, prefix, extra in zip(sessions, targets, prefixes, room, strict=True):
-            row, keep = held.get(session), 0
-            if row is not None:
-                ids = row.ids
-                if target[: len(ids)] == ids or ids[: len(target)] == target:
-                    keep = min(len(ids), len(target))
-                elif _holds(ids, prefix) and len(prefix) <= len(target):
-                    keep = len(prefix)
-            elif prefix and len(prefix) <= len(target):  # adopt a released row that holds this task's prefix
-                row = next((r for r in old if r.retired and id(r) not in taken and _holds(r.ids, prefix)), None)
-                keep = len(prefix) if row is not None else 0
+        for session, target, prefix in zip(sessions, targets, prefixes, strict=True):
+            row = held.pop(session, None)
+            keep = _common(row.ids, target) if row is not None else 0
             if row is None:
                 row = _Row(session, ())
-            taken.add(id(row))
+            if keep < row.shared_length:  # diverged inside the shared part: a shorter view of it, no copy
+                row.shared_length = keep
+                row.keys, row.values, row.capacity = [], [], 0
+                if keep == 0:
+                    row.drop()
+            if prefix and keep < len(prefix):
+                shared, length = self._lender(prefix, lenders, store)
+                if shared is not None and length > keep:
+                    row.share(shared, length)
+                    keep = length
+                    self.shared_uses += 1
+                elif shared is not None:
+                    shared.release()
+                if keep == 0:  # nothing held and nobody lends it: this row fills a new shared prefix
+                    shared = SharedPrefix(prefix, self.num_layers)
+                    lenders.append(shared)
+                    row.share(shared, len(prefix))
+                    self.shared_prefixes += 1
             row.session, row.ids, row.retired = session, target[:keep], False
-            # room for the prefill and a first stretch of decoding; decoding past it grows the row
-            self._fit(row, len(target) + min(extra, CAPACITY_STEP) + 1, keep)
+            self._fit(row, len(target) - row.shared_length, keep - row.shared_length)
             new_rows.append(row)
             kept.append(keep)
-        extra_rows = [r for r in old if not r.retired and id(r) not in taken]
-        kept_ids = [r.ids for r in new_rows + extra_rows]
-        for r in old:  # released rows nobody adopts: their prefix goes to the store unless a live row holds it
-            if not r.retired or id(r) in taken:
-                continue
-            prefix = r.prefix
-            if (
-                prefix
-                and prefix not in store
-                and r.keys
-                and all(t is not None for t in r.keys)
-                and len(prefix) * self.bytes_per_token() <= store.max_bytes
-                and not any(_holds(ids, prefix) for ids in kept_ids)
-            ):
-                store.put(prefix, self._detach_prefix(r, len(prefix)))
-            r.keys, r.values = [], []
+        taken = {id(r) for r in new_rows}
+        extra_rows = [r for r in self.rows if not r.retired and id(r) not in taken]
+        for r in self.rows:  # released rows: dropped; the last reference to a prefix hands it to the store
+            if r.retired and id(r) not in taken:
+                if r.shared is not None and r.shared.refs == 1:
+                    store.put(r.shared)
+                r.drop()
         self.rows = new_rows + extra_rows
         return kept
-
-    @staticmethod
-    def _detach_prefix(row: _Row, size: int) -> list[LayerKV]:
-        """The row's first `size` positions as exact-size tensors, freeing the row's own tensors layer by layer."""
-        out = []
-        for layer in range(len(row.keys)):
-            keys, values = row.keys[layer], row.values[layer]
-            row.keys[layer] = row.values[layer] = None
-            out.append((keys[:, :, :size].clone(), values[:, :, :size].clone()))
-            del keys, values
-        return out
-
-    def bytes_per_token(self) -> int:
-        """KV bytes one token takes in all layers (0 before the first forward)."""
-        for row in self.rows:
-            if row.keys and all(t is not None for t in row.keys):
-                return sum(t.shape[1] * t.shape[3] * t.element_size() for t in (*row.keys, *row.values))
-        return 0

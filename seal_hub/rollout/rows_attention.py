@@ -1,20 +1,25 @@
-"""Attention over KV rows of different lengths: one decode step, each row attending to exactly its own positions.
+"""Decode attention over a shared task prefix and each row's own tail: a few big calls per layer, not one per row.
 
-`KVRows` sizes each episode's row to its own sequence, so a decode batch has no common ``[rows, heads, width,
-dim]`` key tensor to hand to the model's attention. While `HFBackend` generates, `rows_attention(model)` points
-the model's attention layers at a `transformers` attention function (registered under
-``seal_kv_rows:<original>``) that:
+`KVRows` holds a row as a reference to its task's shared prefix plus its own tail (`seal_hub.rollout.kv_rows`),
+and a generate call's tails sit in one padded tensor per layer (`seal_hub.rollout.kv_step`). While `HFBackend`
+generates, `rows_attention(model)` points the model's attention layers at a `transformers` attention function
+(registered under ``seal_kv_rows:<original>``) that:
 
-- in a decode step (the `KVRows` passed as the ``kv_rows`` forward argument has a step under way) runs
-  `scaled_dot_product_attention` once per row over that row's keys and values (grouped-query heads folded
-  onto their KV head, `_row_attention`): no padding, no mask, nothing zero-filled; a row's result is what a
-  batch of one would give;
+- in a decode step (the `KVRows` passed as the ``kv_rows`` forward argument has a step under way) runs, per
+  layer, ONE call over every slot's tail (the tails read in place, each masked past its own length) and ONE call
+  per group of rows sharing a prefix view (all the group's rows' query heads folded onto the query axis of each
+  KV head: the prefix's keys are read once a step for the whole group, in place), then merges the two partial
+  results by their log-sum-exp (`shared_attention.merge`), which is the softmax over the row's whole sequence
+  up to rounding. On CPU both calls are PyTorch's fused flash kernel, which returns the log-sum-exp with the
+  output (`shared_attention.attention_with_lse`); elsewhere the plain product;
 - otherwise (prefill chunks, a batch of one row; any call without ``kv_rows``) calls the model's original
   attention implementation with the mask it would have built (``eager`` models use SDPA, the same product).
 
-The original implementation is restored when the context ends, also on error. Not covered: sliding-window
-layers attend to the whole row (as the cache keeps it), and attention with extra inputs per head (sinks, ALiBi,
-soft-capping) has no per-row path here: those models should roll out with vLLM.
+`_row_attention` (one row's attention, grouped-query heads folded) is the per-row product the previous decode
+path ran; `benchmarks/decode_attention.py` compares against it. The original implementation is restored when
+the context ends, also on error. Not covered: sliding-window layers attend to the whole row (as the cache keeps
+it), and attention with extra inputs per head (sinks, ALiBi, soft-capping) has no decode path here: those
+models should roll out with vLLM.
 """
 
 from __future__ import annotations
@@ -30,6 +35,8 @@ from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS
 from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS, AttentionInterface
 
 from seal_hub.rollout.kv_rows import KVRows
+from seal_hub.rollout.kv_step import DecodeBatch
+from seal_hub.rollout.shared_attention import attention_with_lse, merge
 
 NAME = "seal_kv_rows"
 
@@ -43,13 +50,9 @@ def _registered(original: str) -> str:
     fallback = sdpa_attention_forward if base == "sdpa" else ALL_ATTENTION_FUNCTIONS[base]
 
     def attention(module, query, key, value, attention_mask, *args, kv_rows: KVRows | None = None, **kwargs):
-        if kv_rows is None or not kv_rows.step.active:
+        if kv_rows is None or kv_rows.step is None or not kv_rows.step.active:
             return fallback(module, query, key, value, attention_mask, *args, **kwargs)
-        scaling = kwargs.get("scaling")
-        views = kv_rows.attention_views(module.layer_idx)
-        out = torch.cat(
-            [_row_attention(query[i : i + 1], keys, values, scaling) for i, (keys, values) in enumerate(views)]
-        )
+        out = decode_attention(kv_rows.step, module.layer_idx, query, kwargs.get("scaling"))
         return out.transpose(1, 2).contiguous(), None
 
     AttentionInterface.register(name, attention)
@@ -72,6 +75,44 @@ def _row_attention(query: torch.Tensor, keys: torch.Tensor, values: torch.Tensor
         out = F.scaled_dot_product_attention(folded, keys, values, scale=scaling)
         return out.reshape(1, heads, 1, values.shape[-1])
     return F.scaled_dot_product_attention(query, keys, values, scale=scaling, enable_gqa=True)
+
+
+def decode_attention(step: DecodeBatch, layer: int, query: torch.Tensor, scaling: float | None) -> torch.Tensor:
+    """One decode step's attention of `layer`: `query` [rows, heads, 1, dim] -> [rows, heads, 1, dim]."""
+    rows, heads, positions, dim = query.shape
+    if positions != 1:
+        raise ValueError(f"decode attention takes one position per row, got {positions}")
+    tail_keys, tail_values = step.tails_of(layer)
+    kv_heads = tail_keys.shape[1]
+    group = heads // kv_heads
+    scale = dim**-0.5 if scaling is None else scaling
+    folded = query.reshape(rows, kv_heads, group, dim)  # each KV head's query heads on its query axis
+    if step.identity:
+        queries = folded
+    else:  # a slot for every row of the call; rows that left the batch ride along with a zero query
+        queries = folded.new_zeros((tail_keys.shape[0], kv_heads, group, dim))
+        queries[step.slot_index] = folded
+    tail_out, tail_lse = attention_with_lse(queries, tail_keys, tail_values, step.mask(query.dtype), scale)
+    if not step.identity:
+        tail_out, tail_lse = tail_out[step.slot_index], tail_lse[step.slot_index]
+    if not step.groups:
+        return tail_out.reshape(rows, heads, 1, dim)
+    prefix_out = torch.zeros_like(tail_out)
+    prefix_lse = torch.full_like(tail_lse, float("-inf"))
+    for g in step.groups:
+        keys, values = g.shared.view(layer, g.length)
+        members = folded[g.start : g.stop] if g.index is None else folded[g.index]
+        count = members.shape[0]
+        # [1, kv_heads, count * group, dim]: the group's rows on one query axis, the prefix read once
+        stacked = members.permute(1, 0, 2, 3).reshape(1, kv_heads, count * group, dim)
+        out, lse = attention_with_lse(stacked, keys, values, None, scale)
+        out = out.reshape(kv_heads, count, group, dim).permute(1, 0, 2, 3)
+        lse = lse.reshape(kv_heads, count, group).permute(1, 0, 2)
+        if g.index is None:
+            prefix_out[g.start : g.stop], prefix_lse[g.start : g.stop] = out, lse
+        else:
+            prefix_out[g.index], prefix_lse[g.index] = out, lse
+    return merge(prefix_out, prefix_lse, tail_out, tail_lse).reshape(rows, heads, 1, dim)
 
 
 def _attention_configs(model) -> list[PretrainedConfig]:

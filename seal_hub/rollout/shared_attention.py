@@ -27,6 +27,34 @@ def _partial(scores: torch.Tensor, values: torch.Tensor) -> tuple[torch.Tensor, 
     return weights @ values, lse
 
 
+def attention_with_lse(
+    query: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, mask: torch.Tensor | None, scale: float
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Attention of `query` [B, H, Q, dim] over `keys`/`values` [B, H, K, dim] (read in place, strides as they
+    come) with an additive `mask` broadcast to [B, H, Q, K]: the output and the log-sum-exp of the scores [B, H, Q]
+    (float32). On CPU, PyTorch's fused flash kernel, which returns both in one pass; elsewhere the plain product."""
+    if query.device.type == "cpu":
+        out, lse = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(
+            query, keys, values, 0.0, False, attn_mask=mask, scale=scale
+        )
+        return out, lse
+    scores = (query @ keys.transpose(-1, -2)).float() * scale
+    if mask is not None:
+        scores = scores + mask
+    out, lse = _partial(scores, values.float())
+    return out.to(query.dtype), lse.squeeze(-1)
+
+
+def merge(
+    first: torch.Tensor, first_lse: torch.Tensor, second: torch.Tensor, second_lse: torch.Tensor
+) -> torch.Tensor:
+    """Two partial attentions over disjoint key sets merged into the attention over their union: outputs
+    [..., Q, dim], log-sum-exps [..., Q] (a -inf one, an empty key set, weighs 0)."""
+    top = torch.maximum(first_lse, second_lse)
+    a, b = torch.exp(first_lse - top)[..., None], torch.exp(second_lse - top)[..., None]
+    return ((a * first.float() + b * second.float()) / (a + b)).to(first.dtype)
+
+
 def group_attention(
     query: torch.Tensor,
     prompt_keys: torch.Tensor,

@@ -1,0 +1,187 @@
+"""One generate call's decode steps: the rows' tails in one padded tensor per layer, and each step's groups.
+
+`KVRows` keeps a row as a reference to its task's shared prefix plus its own tail (`seal_hub.rollout.kv_rows`).
+A decode step wants few, big attention calls, so for the length of one generate call `DecodeBatch` moves the
+call's tails into one tensor per layer, ``[rows, kv_heads, capacity, head_dim]`` (capacity: the longest tail plus
+what the call may decode; each layer's copy made at the first step, the rows' own tail tensors freed as they are
+copied), and `close` moves them back, each sized to its own tail. Row i of the call keeps slot i while rows that
+finished leave the forward's batch (its tail stays where it is: nothing is copied when rows swap).
+
+Each step (`decode_cache`) writes every decoding row's new key and value into its slot with one indexed write
+per layer, and records for the attention (`seal_hub.rollout.rows_attention`): the tails' width this step and the
+mask of each slot's length (one tail call per layer over all slots, finished ones riding along), and the groups
+of batch rows that share a prefix view (one prefix call per group per layer, the prefix read in place once).
+
+The design choice: the tails of a call are short next to the prefixes they follow (a completion and an
+environment answer after a prompt of thousands of tokens), so one copy in and one out per call buys in-place
+batched reads at every step. Not covered: rows joining or leaving the call's slots mid-call (continuous
+batching), and sliding-window layers.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import torch
+from transformers.cache_utils import Cache, CacheLayerMixin
+
+
+@dataclass(frozen=True)
+class PrefixGroup:
+    """Batch rows whose first `length` positions are one shared prefix's: rows[start:stop] or rows[index]."""
+
+    shared: object  # the SharedPrefix (kv_prefix), read in place
+    length: int
+    start: int
+    stop: int
+    index: torch.Tensor | None  # the batch rows when they are not contiguous
+
+
+class _DecodeCache(Cache):
+    def __init__(self, layers: list[CacheLayerMixin]) -> None:
+        super().__init__(layers=layers)
+
+
+class _DecodeLayer(CacheLayerMixin):
+    is_sliding = False
+
+    def __init__(self, batch: DecodeBatch, index: int) -> None:
+        super().__init__()
+        self.batch, self.index = batch, index
+        self.is_initialized = True
+
+    def lazy_initialization(self, key_states: torch.Tensor, value_states: torch.Tensor) -> None:
+        """Nothing to do: the tensors are the batch's own."""
+
+    def get_max_length(self) -> int:
+        return -1
+
+    def update(self, key_states: torch.Tensor, value_states: torch.Tensor, *args, **kwargs):
+        start = time.perf_counter()
+        self.batch.write(self.index, key_states, value_states)
+        self.batch.write_seconds += time.perf_counter() - start
+        return key_states, value_states  # the rows' attention reads the batch and the prefixes (rows_attention)
+
+    def get_seq_length(self) -> int:
+        return max(self.batch.positions, default=0)
+
+    def get_mask_sizes(self, query_length: int) -> tuple[int, int]:
+        return self.get_seq_length() + query_length, 0
+
+
+class DecodeBatch:
+    """The call's tails, slot i for the call's row i, and the current step (see the module docstring)."""
+
+    def __init__(self, rows: list, room: list[int], num_layers: int) -> None:
+        self.rows = list(rows)  # by slot: the `_Row`s of the call
+        self.tails = [row.tail_length for row in self.rows]  # tail positions each slot holds
+        self.capacity = max(t + r + 1 for t, r in zip(self.tails, room, strict=True))
+        self.keys: list[torch.Tensor | None] = [None] * num_layers  # per layer [slots, kv_heads, capacity, dim]
+        self.values: list[torch.Tensor | None] = [None] * num_layers
+        self.write_seconds = 0.0
+        self.active = False  # a step is under way (prefill forwards use the model's own attention)
+        self.positions: list[int] = []
+        self.width = 0  # tail positions the step's attention reads per slot
+        self.groups: list[PrefixGroup] = []
+        self.identity = False  # batch row i is slot i for every slot (no scatter of queries needed)
+        self.read = 0  # KV positions this step's attention reads (each prefix view once, the tails padded)
+        self._slot_index = self._tail_index = self._lengths = None
+        self._masks: dict[torch.dtype, torch.Tensor] = {}
+        self._cache = _DecodeCache([_DecodeLayer(self, i) for i in range(num_layers)])
+
+    def decode_cache(self, positions: list[int], slots: list[int], device: torch.device) -> tuple[Cache, torch.Tensor]:
+        """The cache for one step: batch row i is slot `slots[i]`, writing its token at true position
+        `positions[i]`."""
+        rows = self.rows
+        tail_positions = [p - rows[s].shared_length for p, s in zip(positions, slots, strict=True)]
+        for s, t in zip(slots, tail_positions, strict=True):
+            if t != self.tails[s] or t >= self.capacity:
+                raise RuntimeError(f"slot {s} writes tail position {t}, holds {self.tails[s]} of {self.capacity}")
+            self.tails[s] = t + 1
+        self.positions = list(positions)
+        self.width = max(self.tails)
+        packed = torch.tensor([*slots, *tail_positions, *self.tails], device=device)
+        count = len(slots)
+        self._slot_index, self._tail_index = packed[:count], packed[count : 2 * count]
+        self._lengths = packed[2 * count :]
+        self._masks = {}
+        self.identity = count == len(rows) and slots == list(range(count))
+        self.groups = _groups([(rows[s].shared, rows[s].shared_length) for s in slots], device)
+        self.read = sum(g.length for g in self.groups) + len(rows) * self.width
+        self.active = True
+        return self._cache, torch.ones((count, 1, 1, 1), dtype=torch.bool, device=device)
+
+    def write(self, layer: int, key_states: torch.Tensor, value_states: torch.Tensor) -> None:
+        """This step's keys and values ([batch, kv_heads, 1, dim]) into their slots, the layer's batch made first."""
+        if self.keys[layer] is None:
+            self._gather(layer, key_states, value_states)
+        self.keys[layer][self._slot_index, :, self._tail_index] = key_states[:, :, 0]
+        self.values[layer][self._slot_index, :, self._tail_index] = value_states[:, :, 0]
+
+    def _gather(self, layer: int, like_keys: torch.Tensor, like_values: torch.Tensor) -> None:
+        """The layer's tails into one zeroed tensor (padding must be finite: it is masked, then multiplied by 0)."""
+        slots = len(self.rows)
+        keys = like_keys.new_zeros((slots, like_keys.shape[1], self.capacity, like_keys.shape[-1]))
+        values = like_values.new_zeros((slots, like_values.shape[1], self.capacity, like_values.shape[-1]))
+        for slot, row in enumerate(self.rows):
+            held = row.tail_length
+            if held and row.keys and row.keys[layer] is not None:
+                keys[slot, :, :held] = row.keys[layer][0, :, :held]
+                values[slot, :, :held] = row.values[layer][0, :, :held]
+            if row.keys:
+                row.keys[layer] = row.values[layer] = None  # the row's own copy goes (its block with its last layer)
+        self.keys[layer], self.values[layer] = keys, values
+
+    def tails_of(self, layer: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """Every slot's tail of `layer` over this step's width, in place: [slots, kv_heads, width, dim]."""
+        return self.keys[layer][:, :, : self.width], self.values[layer][:, :, : self.width]
+
+    def mask(self, dtype: torch.dtype) -> torch.Tensor:
+        """[slots, 1, 1, width]: 0 where a slot holds a position, -inf past its length."""
+        mask = self._masks.get(dtype)
+        if mask is None:
+            held = torch.arange(self.width, device=self._lengths.device) < self._lengths[:, None]
+            mask = torch.zeros(held.shape, dtype=dtype, device=held.device).masked_fill_(~held, float("-inf"))
+            mask = self._masks[dtype] = mask[:, None, None, :]
+        return mask
+
+    @property
+    def slot_index(self) -> torch.Tensor:
+        return self._slot_index
+
+    def close(self, kv_rows) -> None:
+        """Each row's tail back into tensors of its own (sized to its tail, `kv_rows.tensors`); the batch freed.
+        A row holds the positions its `ids` cover (set by the caller before closing)."""
+        self.active = False
+        if any(k is None for k in self.keys):  # no step completed a forward: the rows still hold their tails
+            return
+        from seal_hub.rollout.kv_rows import _rounded  # here: kv_rows imports this module
+
+        for slot, row in enumerate(self.rows):
+            held = row.tail_length
+            row.keys, row.values, row.capacity = [], [], _rounded(max(held, 1))
+            for layer in range(len(self.keys)):
+                keys, values = kv_rows.tensors(row, layer, self.keys[layer], self.values[layer])
+                keys[0, :, :held] = self.keys[layer][slot, :, :held]
+                values[0, :, :held] = self.values[layer][slot, :, :held]
+        self.keys = [None] * len(self.keys)
+        self.values = [None] * len(self.values)
+
+
+def _groups(views: list[tuple[object, int]], device: torch.device) -> list[PrefixGroup]:
+    """The batch rows of each distinct (shared prefix, length) view, in order of first appearance."""
+    members: dict[tuple[int, int], list[int]] = {}
+    lookup: dict[tuple[int, int], object] = {}
+    for i, (shared, length) in enumerate(views):
+        if shared is not None and length > 0:
+            key = (id(shared), length)
+            members.setdefault(key, []).append(i)
+            lookup[key] = shared
+    groups = []
+    for key, rows in members.items():
+        start, stop = rows[0], rows[-1] + 1
+        contiguous = stop - start == len(rows)
+        index = None if contiguous else torch.tensor(rows, device=device)
+        groups.append(PrefixGroup(lookup[key], key[1], start, stop, index))
+    return groups

@@ -1,0 +1,144 @@
+"""HFBackend's rows share their task prefix: held once per group, freed with its last row, never written by a row
+that diverges, dropped whole by a call cut short; outputs stay the reference's throughout."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from baselines import SequentialBackend
+
+from seal_hub.rollout.backend import GenerationRequest, SamplingConfig
+from seal_hub.rollout.hf_backend import HFBackend
+
+GREEDY = SamplingConfig(temperature=0, max_new_tokens=6)
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    from transformers import AutoModelForCausalLM
+
+    from seal_hub.models.tiny import build_tiny_model
+
+    return AutoModelForCausalLM.from_pretrained(build_tiny_model(tmp_path_factory.mktemp("tiny")))
+
+
+def tokens(seed: int, n: int) -> tuple[int, ...]:
+    rng = random.Random(seed)
+    return tuple(rng.randrange(10, 4000) for _ in range(n))
+
+
+def assert_same(model, requests, fast, sampling=GREEDY, eos=(1,)):
+    slow = SequentialBackend(model, eos).generate(requests, sampling)
+    for a, b in zip(fast, slow, strict=True):
+        assert a.token_ids == b.token_ids and a.finished == b.finished
+        assert max((abs(x - y) for x, y in zip(a.logprobs, b.logprobs, strict=True)), default=0) < 1e-4
+
+
+def test_a_groups_rows_hold_the_prompt_once(tiny):
+    from seal_hub.rollout.kv_rows import CAPACITY_STEP
+
+    prompt = tokens(1, 2 * CAPACITY_STEP)
+    requests = [GenerationRequest(f"g{i}", prompt, len(prompt)) for i in range(4)]
+    backend = HFBackend(tiny, [1])
+    assert_same(tiny, requests, backend.generate(requests, GREEDY))
+    rows = backend.rows.rows
+    shared = rows[0].shared
+    assert shared is not None and all(r.shared is shared for r in rows) and shared.refs == 4
+    assert backend.rows.shared_prefixes == 1 and backend.rows.shared_uses == 3
+    per_token = backend.rows.bytes_per_token()
+    assert shared.nbytes == (len(prompt) - 1) * per_token
+    tails = sum(r.nbytes for r in rows)
+    assert backend.rows.nbytes == shared.nbytes + tails  # memory counts the prompt once, not once per row
+    # each row's own part is its short tail (what it decoded, capacity rounded up), not a copy of the prompt
+    assert tails == 4 * CAPACITY_STEP * per_token < 4 * shared.nbytes
+
+
+def test_the_shared_prefix_is_freed_when_the_last_row_lets_go(tiny):
+    prompt = tokens(2, 40)
+    requests = [GenerationRequest(f"r{i}", prompt, len(prompt)) for i in range(3)]
+    backend = HFBackend(tiny, [1], max_prefix_bytes=0)  # no store: nothing keeps it past its rows
+    backend.generate(requests, GREEDY)
+    shared = backend.rows.rows[0].shared
+    backend.release("r0")
+    backend.release("r1")
+    other = [GenerationRequest("r2", requests[2].token_ids + tokens(3, 4), len(prompt))]
+    assert_same(tiny, other, backend.generate(other, GREEDY))
+    assert shared.refs == 1 and not shared.freed  # r2 still reads it
+    backend.release("r2")
+    backend.generate([GenerationRequest("x", tokens(4, 9))], GREEDY)
+    assert shared.freed and shared.nbytes == 0 and len(backend.prefixes) == 0
+
+
+def test_with_a_store_the_last_row_hands_the_prefix_over_and_a_later_group_reuses_it(tiny):
+    prompt = tokens(5, 48)
+    backend = HFBackend(tiny, [1])
+    first = [GenerationRequest(f"a{i}", prompt, len(prompt)) for i in range(2)]
+    backend.generate(first, GREEDY)
+    shared = backend.rows.rows[0].shared
+    for request in first:
+        backend.release(request.session)
+    backend.generate([GenerationRequest("x", tokens(6, 9))], GREEDY)
+    assert len(backend.prefixes) == 1 and shared.refs == 1  # only the store holds it now
+    prefilled = backend.prefilled_tokens
+    second = [GenerationRequest(f"b{i}", prompt, len(prompt)) for i in range(3)]
+    assert_same(tiny, second, backend.generate(second, GREEDY))
+    assert backend.prefilled_tokens == prefilled  # the whole prompt came from the store: nothing prefilled
+    assert all(r.shared is shared for r in backend.rows.rows[:3]) and shared.refs == 3 and len(backend.prefixes) == 0
+
+
+def test_a_row_that_diverges_inside_the_prefix_leaves_it_unwritten(tiny):
+    """Copy-on-write: the diverging row keeps the common part as a shorter view and writes after it into its own
+    tail; the shared tensors and the other rows' outputs stay exactly what they were."""
+    prompt = tokens(7, 50)
+    requests = [GenerationRequest(f"d{i}", prompt, len(prompt)) for i in range(3)]
+    backend = HFBackend(tiny, [1])
+    out = backend.generate(requests, GREEDY)
+    shared = backend.rows.rows[0].shared
+    before = [k.clone() for k in shared.keys]
+    edited = prompt[:30] + tokens(8, 25)  # d1's sequence now differs from position 30 on
+    follow = [
+        GenerationRequest("d0", prompt + out[0].token_ids + tokens(9, 3), len(prompt)),
+        GenerationRequest("d1", edited, 30),
+        GenerationRequest("d2", prompt + out[2].token_ids + tokens(10, 3), len(prompt)),
+    ]
+    assert_same(tiny, follow, backend.generate(follow, GREEDY))
+    rows = {r.session: r for r in backend.rows.rows}
+    assert rows["d1"].shared is shared and rows["d1"].shared_length == 30
+    assert rows["d0"].shared_length == rows["d2"].shared_length == len(prompt) - 1
+    assert all(k.equal(b) for k, b in zip(shared.keys, before, strict=True))
+
+
+def test_interleaved_groups_and_rows_that_finish_early_stay_exact(tiny):
+    """Rows of two tasks alternate (each group's rows not contiguous) and some end early (their slots ride
+    along in the tails' call): every row's output is still the reference's."""
+    prompts = [tokens(11, 33), tokens(12, 45)]
+    requests = [
+        GenerationRequest(f"i{i}", prompts[i % 2] + tokens(20 + i, 2 + i), len(prompts[i % 2])) for i in range(6)
+    ]
+    sampling = SamplingConfig(temperature=0, max_new_tokens=24)
+    unstopped = SequentialBackend(tiny, (1,)).generate(requests, sampling)
+    eos = (unstopped[1].token_ids[3],)
+    backend = HFBackend(tiny, eos)
+    assert_same(tiny, requests, backend.generate(requests, sampling), sampling, eos)
+    assert backend.rows.shared_prefixes == 2
+
+
+def test_a_call_cut_short_drops_its_rows_and_the_next_call_is_exact(tiny):
+    prompt = tokens(13, 40)
+    requests = [GenerationRequest(f"k{i}", prompt, len(prompt)) for i in range(3)]
+    backend = HFBackend(tiny, [1], max_prefix_bytes=0)
+    forward, calls = backend._forward, {"n": 0}
+
+    def interrupted(*args, **kwargs):  # the third decode step never finishes
+        calls["n"] += 1
+        if calls["n"] == 4:  # one prefill forward, then decode steps
+            raise KeyboardInterrupt
+        return forward(*args, **kwargs)
+
+    backend._forward = interrupted
+    with pytest.raises(KeyboardInterrupt):
+        backend.generate(requests, GREEDY)
+    assert backend.rows.rows == [] and backend.rows.step is None  # nothing partial kept
+    backend._forward = forward
+    assert_same(tiny, requests, backend.generate(requests, GREEDY))
