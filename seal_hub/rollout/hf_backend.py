@@ -8,8 +8,9 @@ on CPU and CUDA:
   ONCE for the whole group of rollouts (`seal_hub.rollout.kv_prefix.SharedPrefix`: the group's first row
   prefills it, the others take a reference, it is freed when the last one lets go), and the row's own tail
   (everything after the prefix), sized to itself. Positions are true positions (RoPE): no left padding is built;
-- the row is kept between the episode's steps, so a step only prefills the new environment tokens (in chunks,
-  which bounds the activations a long prompt needs); a row whose sequence diverges inside the shared prefix
+- the row is kept between the episode's steps, so a step only prefills the new environment tokens; the rows'
+  new tokens are packed into forwards of at most `PREFILL_CHUNK` tokens (`seal_hub.rollout.kv_prefill`: a long
+  prompt in chunks, 32 rows' short answers in one forward); a row whose sequence diverges inside the shared prefix
   keeps the common part as a shorter view and writes the rest to its own tail (the prefix is never written);
 - when no live row holds a task's prefix, the prefix store keeps released ones up to `max_prefix_bytes` (least
   recently used first out) and hands an entry's reference over to the row that takes it;
@@ -38,8 +39,8 @@ comparison, the experiment and the replay Space's live episodes all call it.
 
 `timings` accumulates where generation time goes (prefill forwards, decode forwards, cache work, sampling) for
 the benchmarks. Not covered: one attention call over every group's prefix at once (100 tasks x 1 rollout still
-make 100 prefix calls a layer; that needs a kernel reading blocks in place), packed prefill of several rows,
-bf16 KV, speculative decoding, or multi-GPU inference (use vLLM there).
+make 100 prefix calls a layer; that needs a kernel reading blocks in place), bf16 KV, speculative decoding,
+or multi-GPU inference (use vLLM there).
 """
 
 from __future__ import annotations
@@ -50,13 +51,13 @@ from collections.abc import Iterable
 import torch
 
 from seal_hub.rollout.backend import Generation, GenerationRequest, SamplingConfig
+from seal_hub.rollout.kv_prefill import PREFILL_CHUNK, pack
 from seal_hub.rollout.kv_prefix import PrefixStore
 from seal_hub.rollout.kv_rows import KVRows, num_layers
 from seal_hub.rollout.rows_attention import rows_attention
 from seal_hub.rollout.sampling import Sampler
 from seal_hub.rollout.synced import SyncedSteps
 
-PREFILL_CHUNK = 512  # tokens per prefill forward: bounds the activations of a long prompt
 SWAP_AFTER = 1  # a finished row leaves the decode batch (a row swap, which copies nothing) while steps remain
 
 
@@ -126,7 +127,9 @@ class HFBackend:
 
     # ----- caching -----
 
-    def _forward(self, input_ids: torch.Tensor, cache, mask: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+    def _forward(
+        self, input_ids: torch.Tensor, cache, mask: torch.Tensor | None, positions: torch.Tensor
+    ) -> torch.Tensor:
         """One forward pass that writes its KV into `cache`; returns the last position's logits."""
         if self.synced is not None:
             self.synced.step(True)
@@ -137,20 +140,29 @@ class HFBackend:
             past_key_values=cache,
             use_cache=True,
             logits_to_keep=1,  # only the last position's logits are ever used
-            kv_rows=self.rows,  # read by the per-row decode attention (rows_attention)
+            kv_rows=self.rows,  # read by the rows' prefill and decode attention (rows_attention)
         )
         return out.logits[:, -1, :].float()
 
-    def _prefill(self, row: int, ids: tuple[int, ...], start: int) -> None:
-        """Run `ids[start:]` through the model into `row`, whose positions before `start` are already cached."""
+    def _prefill(self, targets: list[tuple[int, ...]], kept: list[int]) -> None:
+        """Run each target's tokens from its `kept` on through the model into its row, several rows' tokens
+        packed into one forward (`kv_prefill.pack`: at most `PREFILL_CHUNK` tokens each)."""
         device = self.device
-        for begin in range(start, len(ids), PREFILL_CHUNK):
-            end = min(begin + PREFILL_CHUNK, len(ids))
-            new = torch.tensor([ids[begin:end]], device=device)
-            mask = torch.ones((1, end), dtype=torch.long, device=device)
-            positions = torch.arange(begin, end, device=device).unsqueeze(0)
-            self._forward(new, self.rows.prefill_cache(row, begin, end), mask, positions)
-        self.prefilled_tokens += len(ids) - start
+        rows = self.rows.rows
+        work = [
+            (row, have, len(target), rows[row].shared_length)
+            for row, (target, have) in enumerate(zip(targets, kept, strict=True))
+            if have < len(target)
+        ]
+        for pieces in pack(work, PREFILL_CHUNK):
+            ids = [token for p in pieces for token in targets[p.row][p.begin : p.end]]
+            positions = [position for p in pieces for position in range(p.begin, p.end)]
+            step_in = torch.tensor([ids, positions], device=device)  # one copy to the device
+            try:
+                self._forward(step_in[:1], self.rows.prefill_cache(pieces), None, step_in[1:])
+            finally:
+                self.rows.end_prefill()
+        self.prefilled_tokens += sum(end - begin for _, begin, end, _ in work)
 
     def _prepare(self, requests: list[GenerationRequest]) -> None:
         """Rows 0..n-1 hold the requests' sequences (all but their last token), ready for the decode loop."""
@@ -158,13 +170,13 @@ class HFBackend:
         targets = [r.token_ids[:-1] for r in requests]
         prefixes = [_shareable_prefix(r) for r in requests]
         kept = self.rows.layout([r.session for r in requests], targets, prefixes, self.prefixes)
+        self.reused_tokens += sum(kept)
         self.timings["layout"] += time.perf_counter() - start
+        start = time.perf_counter()
+        self._prefill(targets, kept)  # a group's first row fills its shared prefix; the others read it
         for row, (request, target) in enumerate(zip(requests, targets, strict=True)):
-            self.reused_tokens += kept[row]
-            start = time.perf_counter()
-            self._prefill(row, target, kept[row])  # a group's first row fills its shared prefix; the others skip it
             self.rows.set_ids(row, target, request.prefix_length)
-            self.timings["prefill"] += time.perf_counter() - start
+        self.timings["prefill"] += time.perf_counter() - start
 
     # ----- the batched step -----
 

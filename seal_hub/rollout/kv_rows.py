@@ -15,9 +15,9 @@ diverges inside the shared part keeps the common positions as a shorter view and
 so copy-on-write never copies. Positions stay true positions (RoPE): position p of a row is the shared prefix's
 p when p < the shared length, else its tail's p - shared length.
 
-The model gets `transformers` caches that write in place: `prefill_cache(row, begin, end)` writes one row's
-positions begin..end-1 (into its shared prefix while its first row fills it, else into its tail) and hands the
-model's own attention the row's first `end` positions; a generate call's decode steps go through
+The model gets `transformers` caches that write in place: `prefill_cache(pieces)` is one packed prefill
+forward of several rows' new positions (`seal_hub.rollout.kv_prefill`: into a shared prefix while its first
+row fills it, else into the row's tail); a generate call's decode steps go through
 `seal_hub.rollout.kv_step` (`begin_decode`/`decode_cache`/`end_decode`): the call's tails in one padded tensor
 per layer, read in place with each group's prefix by `seal_hub.rollout.rows_attention`.
 
@@ -34,8 +34,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import torch
-from transformers.cache_utils import Cache, CacheLayerMixin
+from transformers.cache_utils import Cache
 
+from seal_hub.rollout.kv_prefill import PackedPrefill, Piece
 from seal_hub.rollout.kv_prefix import PrefixStore, SharedPrefix
 from seal_hub.rollout.kv_step import DecodeBatch
 
@@ -104,55 +105,6 @@ class _Row:
         self.keys, self.values, self.capacity = [], [], 0
 
 
-class _RowsCache(Cache):
-    def __init__(self, layers: list[CacheLayerMixin]) -> None:
-        super().__init__(layers=layers)
-
-
-class _PrefillLayer(CacheLayerMixin):
-    is_sliding = False
-
-    def __init__(self, rows: KVRows, index: int, row: int, begin: int) -> None:
-        super().__init__()
-        self.rows, self.index, self.row, self.begin = rows, index, row, begin
-        self.is_initialized = True
-
-    def lazy_initialization(self, key_states: torch.Tensor, value_states: torch.Tensor) -> None:
-        """Nothing to do: the tensors are the rows' own."""
-
-    def get_max_length(self) -> int:
-        return -1
-
-    def update(self, key_states: torch.Tensor, value_states: torch.Tensor, *args, **kwargs):
-        row, layer, begin = self.rows.rows[self.row], self.index, self.begin
-        shared, n = row.shared, row.shared_length
-        end = begin + key_states.shape[-2]
-        if begin < n:  # the group's first row fills the shared prefix; no other row starts its prefill inside it
-            keys, values = shared.tensors(layer, key_states, value_states)
-            stop = min(end, n)
-            keys[:, :, begin:stop] = key_states[:, :, : stop - begin]
-            values[:, :, begin:stop] = value_states[:, :, : stop - begin]
-        if end > n:
-            keys, values = self.rows.tensors(row, layer, key_states, value_states)
-            low = max(begin, n)
-            keys[:, :, low - n : end - n] = key_states[:, :, low - begin :]
-            values[:, :, low - n : end - n] = value_states[:, :, low - begin :]
-        if n == 0:
-            return keys[:, :, :end], values[:, :, :end]
-        shared_keys, shared_values = shared.view(layer, min(n, end))
-        if end <= n:
-            return shared_keys, shared_values
-        # the model's own attention over the row's first `end` positions: the shared part, then the tail
-        own_keys, own_values = keys[:, :, : end - n], values[:, :, : end - n]
-        return torch.cat([shared_keys, own_keys], 2), torch.cat([shared_values, own_values], 2)
-
-    def get_seq_length(self) -> int:
-        return self.begin
-
-    def get_mask_sizes(self, query_length: int) -> tuple[int, int]:
-        return self.begin + query_length, 0
-
-
 class KVRows:
     """Rows of per-session KV: a shared prefix reference and an own tail each (see the module docstring)."""
 
@@ -165,6 +117,7 @@ class KVRows:
         self.shared_uses = 0  # rows that took a reference to a prefix another row or the store held
         self.step: DecodeBatch | None = None  # the current call's decode steps (between begin and end_decode)
         self.write_seconds = 0.0  # decode steps' KV writes, which run inside the model's forward
+        self.packed: PackedPrefill | None = None  # the prefill forward under way
 
     # ----- tail tensors -----
 
@@ -239,16 +192,22 @@ class KVRows:
 
     # ----- caches the model writes through -----
 
-    def prefill_cache(self, row: int, begin: int, end: int) -> Cache:
-        target = self.rows[row]
-        if end - target.shared_length > target.capacity:
-            raise ValueError(
-                f"prefill up to position {end} exceeds the reserved tail capacity {target.capacity} after the "
-                f"{target.shared_length} shared positions"
-            )
-        if begin < target.shared_length and target.shared is not None and target.shared.refs < 1:
-            raise RuntimeError("prefilling into a freed shared prefix")
-        return _RowsCache([_PrefillLayer(self, i, row, begin) for i in range(self.num_layers)])
+    def prefill_cache(self, pieces: list[Piece]) -> PackedPrefill:
+        """The cache of one packed prefill forward (`seal_hub.rollout.kv_prefill`), current until `end_prefill`."""
+        for piece in pieces:
+            row = self.rows[piece.row]
+            if piece.end - row.shared_length > row.capacity:
+                raise ValueError(
+                    f"prefill up to position {piece.end} exceeds the reserved tail capacity {row.capacity} after "
+                    f"the {row.shared_length} shared positions"
+                )
+            if piece.begin < row.shared_length and row.shared.freed:
+                raise RuntimeError("prefilling into a freed shared prefix")
+        self.packed = PackedPrefill(self, pieces)
+        return self.packed
+
+    def end_prefill(self) -> None:
+        self.packed = None
 
     def begin_decode(self, count: int, room: list[int]) -> DecodeBatch:
         """The decode steps of rows 0..count-1, each decoding up to `room` tokens (`seal_hub.rollout.kv_step`)."""
@@ -280,7 +239,7 @@ class KVRows:
             if row.session in sessions:
                 row.drop()
         self.rows = [row for row in self.rows if row.session not in sessions]
-        self.step = None
+        self.step = self.packed = None
 
     def set_ids(self, row: int, ids: tuple[int, ...], prefix_length: int) -> None:
         self.rows[row].ids, self.rows[row].prefix_length = ids, prefix_length

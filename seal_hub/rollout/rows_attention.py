@@ -12,8 +12,11 @@ generates, `rows_attention(model)` points the model's attention layers at a `tra
   results by their log-sum-exp (`shared_attention.merge`), which is the softmax over the row's whole sequence
   up to rounding. On CPU both calls are PyTorch's fused flash kernel, which returns the log-sum-exp with the
   output (`shared_attention.attention_with_lse`); elsewhere the plain product;
-- otherwise (prefill chunks, a batch of one row; any call without ``kv_rows``) calls the model's original
-  attention implementation with the mask it would have built (``eager`` models use SDPA, the same product).
+- in a packed prefill forward (``kv_rows.packed``, `seal_hub.rollout.kv_prefill`) runs, per piece (one row's
+  new tokens), its queries over that row's shared prefix (causal inside it) and its tail (causal), in place,
+  merged the same way (`prefill_attention`);
+- otherwise (any call without ``kv_rows``) calls the model's original attention implementation with the mask it
+  would have built (``eager`` models use SDPA, the same product).
 
 `_row_attention` (one row's attention, grouped-query heads folded) is the per-row product the previous decode
 path ran; `benchmarks/decode_attention.py` compares against it. The original implementation is restored when
@@ -34,6 +37,7 @@ from transformers.integrations.sdpa_attention import sdpa_attention_forward
 from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS
 from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS, AttentionInterface
 
+from seal_hub.rollout.kv_prefill import PackedPrefill
 from seal_hub.rollout.kv_rows import KVRows
 from seal_hub.rollout.kv_step import DecodeBatch
 from seal_hub.rollout.shared_attention import attention_with_lse, merge
@@ -50,6 +54,9 @@ def _registered(original: str) -> str:
     fallback = sdpa_attention_forward if base == "sdpa" else ALL_ATTENTION_FUNCTIONS[base]
 
     def attention(module, query, key, value, attention_mask, *args, kv_rows: KVRows | None = None, **kwargs):
+        if kv_rows is not None and kv_rows.packed is not None:
+            out = prefill_attention(kv_rows.packed, query, kwargs.get("scaling"))
+            return out.transpose(1, 2).contiguous(), None
         if kv_rows is None or kv_rows.step is None or not kv_rows.step.active:
             return fallback(module, query, key, value, attention_mask, *args, **kwargs)
         out = decode_attention(kv_rows.step, module.layer_idx, query, kwargs.get("scaling"))
@@ -113,6 +120,30 @@ def decode_attention(step: DecodeBatch, layer: int, query: torch.Tensor, scaling
         else:
             prefix_out[g.index], prefix_lse[g.index] = out, lse
     return merge(prefix_out, prefix_lse, tail_out, tail_lse).reshape(rows, heads, 1, dim)
+
+
+def prefill_attention(packed: PackedPrefill, query: torch.Tensor, scaling: float | None) -> torch.Tensor:
+    """A packed prefill forward's attention: `query` [1, heads, tokens, dim] -> the same shape, each piece's
+    queries over its own row's positions (the shared prefix and the tail read in place, merged by log-sum-exp)."""
+    _, heads, _, dim = query.shape
+    scale = dim**-0.5 if scaling is None else scaling
+    outputs = []
+    for piece, view in zip(packed.pieces, packed.views, strict=True):
+        keys_of = view.prefix if view.prefix is not None else view.tail
+        kv_heads = keys_of[0].shape[1]
+        group = heads // kv_heads
+        # [1, kv_heads, group * size, dim]: each KV head's query heads one after another on the query axis
+        folded = query[:, :, piece.offset : piece.offset + piece.size].reshape(1, kv_heads, group * piece.size, dim)
+        parts = []
+        if view.prefix is not None:
+            mask = packed.mask(piece, 0, query, group) if view.prefix_causal else None
+            parts.append(attention_with_lse(folded, *view.prefix, mask, scale))
+        if view.tail is not None:
+            mask = packed.mask(piece, view.tail_first, query, group)
+            parts.append(attention_with_lse(folded, *view.tail, mask, scale))
+        out = parts[0][0] if len(parts) == 1 else merge(parts[0][0], parts[0][1], parts[1][0], parts[1][1])
+        outputs.append(out.reshape(1, heads, piece.size, dim))
+    return outputs[0] if len(outputs) == 1 else torch.cat(outputs, dim=2)
 
 
 def _attention_configs(model) -> list[PretrainedConfig]:
