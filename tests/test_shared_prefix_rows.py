@@ -142,3 +142,33 @@ def test_a_call_cut_short_drops_its_rows_and_the_next_call_is_exact(tiny):
     assert backend.rows.rows == [] and backend.rows.step is None  # nothing partial kept
     backend._forward = forward
     assert_same(tiny, requests, backend.generate(requests, GREEDY))
+
+
+def test_rows_alone_on_their_prefix_decode_whole_in_one_call_and_keep_it(tiny):
+    """100 tasks x 1 rollout: each row is its prefix's only holder, so its slot holds the whole row (no prefix
+    groups: one attention call per layer); the prefix comes back intact for the next step and for a new rollout."""
+    prompts = [tokens(30 + t, 20 + 7 * t) for t in range(3)]
+    requests = [GenerationRequest(f"w{t}", p, len(p)) for t, p in enumerate(prompts)]
+    backend = HFBackend(tiny, [1])
+    begin = backend.rows.begin_decode
+    batches = []
+
+    def recorded(count, room):
+        batches.append(begin(count, room))
+        return batches[-1]
+
+    backend.rows.begin_decode = recorded
+    out = backend.generate(requests, GREEDY)
+    assert_same(tiny, requests, out)
+    assert all(batches[0].whole) and batches[0].groups == []
+    rows = {r.session: r for r in backend.rows.rows}
+    for t, p in enumerate(prompts):
+        shared = rows[f"w{t}"].shared
+        assert shared.refs == 1 and all(k is not None and k.shape[2] == len(p) - 1 for k in shared.keys)
+    follow = [
+        GenerationRequest(r.session, r.token_ids + g.token_ids + tokens(40, 3), r.prefix_length)
+        for r, g in zip(requests, out, strict=True)
+    ]
+    follow.append(GenerationRequest("w0-again", prompts[0], len(prompts[0])))  # shares w0's prefix now
+    assert_same(tiny, follow, backend.generate(follow, GREEDY))
+    assert batches[-1].whole == [False, True, True, False]  # w0 and its new rollout read the prefix as a group

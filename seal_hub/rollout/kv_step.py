@@ -12,6 +12,10 @@ per layer, and records for the attention (`seal_hub.rollout.rows_attention`): th
 mask of each slot's length (one tail call per layer over all slots, finished ones riding along), and the groups
 of batch rows that share a prefix view (one prefix call per group per layer, the prefix read in place once).
 
+A row that is the only holder of its task prefix (the evaluation's 100 tasks x 1 rollout) gains nothing from
+reading the prefix apart: its slot holds the whole row (the prefix moved in at the first step, its own tensors
+freed, and moved back by `close`), so a call of such rows runs ONE attention call per layer over all of them.
+
 The design choice: the tails of a call are short next to the prefixes they follow (a completion and an
 environment answer after a prompt of thousands of tokens), so one copy in and one out per call buys in-place
 batched reads at every step. Not covered: rows joining or leaving the call's slots mid-call (continuous
@@ -75,7 +79,11 @@ class DecodeBatch:
 
     def __init__(self, rows: list, room: list[int], num_layers: int) -> None:
         self.rows = list(rows)  # by slot: the `_Row`s of the call
-        self.tails = [row.tail_length for row in self.rows]  # tail positions each slot holds
+        # a row alone on its prefix (100 tasks x 1 rollout) gains nothing from reading it apart: its slot holds
+        # the whole row, the prefix moved in (not copied: its tensors are freed until `close` moves it back)
+        self.whole = [_alone(row) for row in self.rows]
+        self.offsets = [0 if whole else row.shared_length for row, whole in zip(self.rows, self.whole, strict=True)]
+        self.tails = [len(row.ids) - o for row, o in zip(self.rows, self.offsets, strict=True)]  # positions held
         self.capacity = max(t + r + 1 for t, r in zip(self.tails, room, strict=True))
         self.keys: list[torch.Tensor | None] = [None] * num_layers  # per layer [slots, kv_heads, capacity, dim]
         self.values: list[torch.Tensor | None] = [None] * num_layers
@@ -94,7 +102,7 @@ class DecodeBatch:
         """The cache for one step: batch row i is slot `slots[i]`, writing its token at true position
         `positions[i]`."""
         rows = self.rows
-        tail_positions = [p - rows[s].shared_length for p, s in zip(positions, slots, strict=True)]
+        tail_positions = [p - self.offsets[s] for p, s in zip(positions, slots, strict=True)]
         for s, t in zip(slots, tail_positions, strict=True):
             if t != self.tails[s] or t >= self.capacity:
                 raise RuntimeError(f"slot {s} writes tail position {t}, holds {self.tails[s]} of {self.capacity}")
@@ -107,7 +115,9 @@ class DecodeBatch:
         self._lengths = packed[2 * count :]
         self._masks = {}
         self.identity = count == len(rows) and slots == list(range(count))
-        self.groups = _groups([(rows[s].shared, rows[s].shared_length) for s in slots], device)
+        self.groups = _groups(
+            [(None, 0) if self.whole[s] else (rows[s].shared, rows[s].shared_length) for s in slots], device
+        )
         self.read = sum(g.length for g in self.groups) + len(rows) * self.width
         self.active = True
         return self._cache, torch.ones((count, 1, 1, 1), dtype=torch.bool, device=device)
@@ -125,10 +135,15 @@ class DecodeBatch:
         keys = like_keys.new_zeros((slots, like_keys.shape[1], self.capacity, like_keys.shape[-1]))
         values = like_values.new_zeros((slots, like_values.shape[1], self.capacity, like_values.shape[-1]))
         for slot, row in enumerate(self.rows):
-            held = row.tail_length
+            start, held = (row.shared_length if self.whole[slot] else 0), row.tail_length
+            if start:
+                shared = row.shared
+                keys[slot, :, :start] = shared.keys[layer][0]
+                values[slot, :, :start] = shared.values[layer][0]
+                shared.keys[layer] = shared.values[layer] = None  # moved: back at `close`
             if held and row.keys and row.keys[layer] is not None:
-                keys[slot, :, :held] = row.keys[layer][0, :, :held]
-                values[slot, :, :held] = row.values[layer][0, :, :held]
+                keys[slot, :, start : start + held] = row.keys[layer][0, :, :held]
+                values[slot, :, start : start + held] = row.values[layer][0, :, :held]
             if row.keys:
                 row.keys[layer] = row.values[layer] = None  # the row's own copy goes (its block with its last layer)
         self.keys[layer], self.values[layer] = keys, values
@@ -159,14 +174,23 @@ class DecodeBatch:
         from seal_hub.rollout.kv_rows import _rounded  # here: kv_rows imports this module
 
         for slot, row in enumerate(self.rows):
-            held = row.tail_length
+            start, held = (row.shared_length if self.whole[slot] else 0), row.tail_length
             row.keys, row.values, row.capacity = [], [], _rounded(max(held, 1))
             for layer in range(len(self.keys)):
+                if start:  # the prefix moved back into tensors of its own length
+                    row.shared.keys[layer] = self.keys[layer][slot : slot + 1, :, :start].clone()
+                    row.shared.values[layer] = self.values[layer][slot : slot + 1, :, :start].clone()
                 keys, values = kv_rows.tensors(row, layer, self.keys[layer], self.values[layer])
-                keys[0, :, :held] = self.keys[layer][slot, :, :held]
-                values[0, :, :held] = self.values[layer][slot, :, :held]
+                keys[0, :, :held] = self.keys[layer][slot, :, start : start + held]
+                values[0, :, :held] = self.values[layer][slot, :, start : start + held]
         self.keys = [None] * len(self.keys)
         self.values = [None] * len(self.values)
+
+
+def _alone(row) -> bool:
+    """The row is the only holder of its whole shared prefix (or has none): nobody else reads it this call."""
+    shared = row.shared
+    return shared is None or (shared.refs == 1 and row.shared_length == len(shared) and shared.keys[0] is not None)
 
 
 def _groups(views: list[tuple[object, int]], device: torch.device) -> list[PrefixGroup]:
