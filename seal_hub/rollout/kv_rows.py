@@ -38,9 +38,8 @@ from transformers.cache_utils import Cache
 
 from seal_hub.rollout.kv_prefill import PackedPrefill, Piece
 from seal_hub.rollout.kv_prefix import PrefixStore, SharedPrefix
-from seal_hub.rollout.kv_step import DecodeBatch
+from seal_hub.rollout.kv_step import CAPACITY_STEP, DecodeBatch, rounded
 
-CAPACITY_STEP = 128  # a row's tail capacity grows in steps of this many positions
 SHRINK_SLACK = 4 * CAPACITY_STEP  # a tail this much larger than it needs is re-allocated smaller
 BLOCK_BYTES = 40 * 2**20  # a row's tail is allocated in blocks of layers of at least this size (see `_allocate`)
 
@@ -53,10 +52,6 @@ def num_layers(model) -> int:
     if not isinstance(count, int) or count < 1:
         raise ValueError(f"cannot tell how many layers {type(model).__name__} has (config.num_hidden_layers)")
     return count
-
-
-def _rounded(positions: int) -> int:
-    return -(-positions // CAPACITY_STEP) * CAPACITY_STEP
 
 
 def _common(a: tuple[int, ...], b: tuple[int, ...]) -> int:
@@ -153,8 +148,8 @@ class KVRows:
 
     def _fit(self, row: _Row, need: int, keep: int) -> None:
         """Tail room for `need` positions: grown when short, shrunk when far larger (a row that went back)."""
-        if need > row.capacity or row.capacity > _rounded(need) + SHRINK_SLACK:
-            self._resize(row, _rounded(need), keep)
+        if need > row.capacity or row.capacity > rounded(need) + SHRINK_SLACK:
+            self._resize(row, rounded(need), keep)
 
     def _resize(self, row: _Row, capacity: int, keep: int) -> None:
         """Re-allocate `row`'s tail with `capacity` positions, keeping its first `keep` (a block of layers at once)."""

@@ -30,6 +30,13 @@ from dataclasses import dataclass
 import torch
 from transformers.cache_utils import Cache, CacheLayerMixin
 
+CAPACITY_STEP = 128  # a row's tail capacity grows in steps of this many positions (kv_rows)
+
+
+def rounded(positions: int) -> int:
+    """`positions` rounded up to a whole number of `CAPACITY_STEP`s: the tail capacity that holds them."""
+    return -(-positions // CAPACITY_STEP) * CAPACITY_STEP
+
 
 @dataclass(frozen=True)
 class PrefixGroup:
@@ -171,11 +178,10 @@ class DecodeBatch:
         self.active = False
         if any(k is None for k in self.keys):  # no step completed a forward: the rows still hold their tails
             return
-        from seal_hub.rollout.kv_rows import _rounded  # here: kv_rows imports this module
 
         for slot, row in enumerate(self.rows):
             start, held = (row.shared_length if self.whole[slot] else 0), row.tail_length
-            row.keys, row.values, row.capacity = [], [], _rounded(max(held, 1))
+            row.keys, row.values, row.capacity = [], [], rounded(max(held, 1))
             for layer in range(len(self.keys)):
                 if start:  # the prefix moved back into tensors of its own length
                     row.shared.keys[layer] = self.keys[layer][slot : slot + 1, :, :start].clone()
