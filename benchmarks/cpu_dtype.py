@@ -5,7 +5,9 @@ runs its matrix products about twice as fast as fp32. Where they have neither, P
 is slower. This script measures, on the demo's policy (`--model demo`, SmolLM2-135M-Instruct; `--model tiny` for a
 smoke run) and `--tasks` held-out bfcl-single tasks (categories in turn, the demo's protocol):
 
-- the evaluation with the weights in fp32 (the baseline) and in bf16, and how many greedy answers agree;
+- the evaluation with the weights in fp32 (the baseline) and cast to bf16 for generation as the product casts them
+  (`seal_hub.models.generation_dtype`, `generation_dtype: auto` on such a CPU), and how many tasks' greedy answers
+  agree: the same verdict, and the same generated tokens;
 - one warm-up step (`--conversations` answer-key conversations, forward and backward, LoRA r 16) in fp32 and under
   bf16 autocast.
 
@@ -21,7 +23,6 @@ import argparse
 import os
 import tempfile
 import time
-from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -30,30 +31,29 @@ import torch  # noqa: E402
 from seal_hub.envs.bfcl_single import BfclSingleSuite  # noqa: E402
 from seal_hub.envs.suite import in_turn  # noqa: E402
 from seal_hub.evaluation import EvalProtocol  # noqa: E402
+from seal_hub.evaluation.harness import evaluate_policy  # noqa: E402
+from seal_hub.interface.snapshot import InterfaceSnapshot  # noqa: E402
 from seal_hub.models import PolicyConfig, build_tiny_model, load_policy  # noqa: E402
 from seal_hub.models.demo import DEMO_MODEL_ID  # noqa: E402
+from seal_hub.models.generation_dtype import cpu_flags, generation_dtype  # noqa: E402
 from seal_hub.rollout import PolicyInfo, build_hf_backend  # noqa: E402
-from seal_hub.training.held_out import evaluate_held_out  # noqa: E402
 from seal_hub.training.warmup import warmup_dataset  # noqa: E402
 
 CATEGORIES = ("simple", "multiple", "parallel", "live_simple", "irrelevance")
 
 
 def cpu_features() -> str:
-    try:
-        flags = next(line for line in Path("/proc/cpuinfo").read_text().splitlines() if line.startswith("flags"))
-    except (OSError, StopIteration):
-        return "unknown (no /proc/cpuinfo)"
-    found = [f for f in ("avx512_bf16", "amx_bf16", "amx_tile", "avx512f", "avx512_vnni") if f in flags.split()]
-    return ", ".join(found) or "none of avx512f, avx512_bf16, amx"
+    found = [f for f in ("avx512_bf16", "amx_bf16", "amx_tile", "avx512f", "avx512_vnni") if f in cpu_flags()]
+    return ", ".join(found) or "none of avx512f, avx512_bf16, amx (or no /proc/cpuinfo)"
 
 
-def evaluation(model, tokenizer, suite, tasks, max_new_tokens: int):
+def evaluation(model, tokenizer, suite, tasks, max_new_tokens: int, dtype: torch.dtype | None):
     backend = build_hf_backend(model, tokenizer)
     protocol = EvalProtocol(max_new_tokens, 4096, max_steps_per_turn=1, max_live_episodes=len(tasks))
+    interface = InterfaceSnapshot.null(suite.name)
     start = time.perf_counter()
-    with torch.no_grad():
-        result = evaluate_held_out(backend, tokenizer, suite, tasks, protocol, PolicyInfo("bench"), 0)
+    with torch.no_grad(), generation_dtype(model, dtype):
+        result = evaluate_policy(backend, tokenizer, PolicyInfo("bench"), suite, tasks, protocol, interface)
     return result, time.perf_counter() - start, backend
 
 
@@ -88,26 +88,28 @@ def main() -> None:
     train = in_turn(suite.select(list(suite.split_ids("train"))), args.conversations, CATEGORIES)
     with tempfile.TemporaryDirectory() as tmp:
         name = DEMO_MODEL_ID if args.model == "demo" else str(build_tiny_model(tmp))
-        times, answers, warm = {}, {}, {}
-        for dtype in ("float32", "bfloat16"):
-            model, tokenizer = load_policy(PolicyConfig(model_name_or_path=name, dtype=dtype))
-            model.eval()
-            result, seconds, backend = evaluation(model, tokenizer, suite, tasks, args.max_new_tokens)
-            times[dtype] = seconds
-            answers[dtype] = result.per_category
+        times, runs, warm = {}, {}, {}
+        model, tokenizer = load_policy(PolicyConfig(model_name_or_path=name, dtype="float32"))
+        model.eval()
+        for label, dtype in (("float32", None), ("bfloat16", torch.bfloat16)):
+            result, seconds, backend = evaluation(model, tokenizer, suite, tasks, args.max_new_tokens, dtype)
+            times[label], runs[label] = seconds, result.trajectories
             prefill, decode = backend.timings["prefill"], backend.timings["forward"]
             print(
-                f"evaluation {dtype:8s}: {len(tasks)} tasks in {seconds:.1f} s (prefill {prefill:.1f} s, decode "
-                f"{decode:.1f} s), success {100 * result.success_rate:.1f}%"
+                f"evaluation {label:8s}: {len(tasks)} tasks in {seconds:.1f} s (prefill {prefill:.1f} s, decode "
+                f"{decode:.1f} s), average {result.scores.average:.1f}"
             )
-        model, tokenizer = load_policy(PolicyConfig(model_name_or_path=name, dtype="float32"))
         rows = list(warmup_dataset(suite, train, tokenizer))
         for autocast in (False, True):
             warm[autocast] = warmup_step(model, rows, autocast)
             label = "bf16 autocast" if autocast else "fp32"
             print(f"warm-up step {label:13s}: {len(rows)} conversations in {warm[autocast]:.1f} s")
-    same = answers["float32"] == answers["bfloat16"]
-    print(f"per-category verdicts equal in fp32 and bf16: {same}")
+    pairs = list(zip(runs["float32"], runs["bfloat16"], strict=True))
+    verdicts = sum(a.passed == b.passed for a, b in pairs)
+    tokens = sum(a.token_ids == b.token_ids for a, b in pairs)
+    print(
+        f"tasks agreeing, fp32 and bf16: same verdict {verdicts} of {len(pairs)}, same tokens {tokens} of {len(pairs)}"
+    )
     print(f"warm-up step time, bf16 autocast / fp32: {warm[True] / warm[False]:.2f}x")
     print(f"evaluation time, bf16 / fp32: {times['bfloat16'] / times['float32']:.2f}x")
 

@@ -172,3 +172,56 @@ def test_rows_alone_on_their_prefix_decode_whole_in_one_call_and_keep_it(tiny):
     follow.append(GenerationRequest("w0-again", prompts[0], len(prompts[0])))  # shares w0's prefix now
     assert_same(tiny, follow, backend.generate(follow, GREEDY))
     assert batches[-1].whole == [False, True, True, False]  # w0 and its new rollout read the prefix as a group
+
+
+def test_tasks_that_share_a_start_borrow_it_instead_of_prefilling_it(tiny):
+    from seal_hub.rollout.kv_rows import MIN_BORROW
+
+    start = tokens(20, MIN_BORROW + 70)  # the system prompt and tool schemas tasks of one class share
+    prompts = [start + tokens(21 + i, 30 + 5 * i) for i in range(3)]
+    requests = [GenerationRequest(f"t{i}/{g}", p, len(p)) for i, p in enumerate(prompts) for g in range(2)]
+    backend = HFBackend(tiny, [1])
+    assert_same(tiny, requests, backend.generate(requests, GREEDY))  # one call: lender first, borrowers after
+    shared = {id(r.shared): r.shared for r in backend.rows.rows}
+    assert len(shared) == 3 and all(p.borrowed is None and p.refs == 2 for p in shared.values())
+    assert backend.rows.borrowed_positions == 2 * len(start)  # the two later tasks copied the common start
+    whole = sum(len(p) - 1 for p in prompts)
+    assert backend.prefilled_tokens == whole - 2 * len(start)
+    # a later call borrows from a prefix filled before it (live rows' or the store's), and from nothing shorter
+    later = [GenerationRequest("t3", start + tokens(30, 12), len(start) + 12)]
+    assert_same(tiny, later, backend.generate(later, GREEDY))
+    assert backend.rows.borrowed_positions == 3 * len(start)
+    unrelated = [GenerationRequest("u", start[: MIN_BORROW - 1] + tokens(31, 40), MIN_BORROW + 39)]
+    assert_same(tiny, unrelated, backend.generate(unrelated, GREEDY))
+    assert backend.rows.borrowed_positions == 3 * len(start)  # too short a common start: prefilled whole
+
+
+def test_a_lender_whose_last_row_leaves_is_kept_until_the_copy_then_freed(tiny):
+    from seal_hub.rollout.kv_prefix import SharedPrefix
+
+    start = tokens(40, 100)
+    backend = HFBackend(tiny, [1], max_prefix_bytes=0)  # no store: a released row's prefix goes at the next layout
+    backend.generate([GenerationRequest("a", start + tokens(41, 20), 120)], GREEDY)
+    backend.release("a")
+    lender = backend.rows.rows[0].shared
+    # the next layout borrows from row "a"'s prefix and then drops that row: only the borrow holds the lender
+    second = [GenerationRequest("b", start + tokens(42, 25), 125), GenerationRequest("c", tokens(43, 30), 30)]
+    assert_same(tiny, second, backend.generate(second, GREEDY))
+    assert backend.rows.borrowed_positions == 100
+    assert lender.freed and lender.nbytes == 0  # let go once copied
+    with pytest.raises(ValueError, match="only positions whose tokens it shares"):
+        SharedPrefix(tokens(44, 10), 2).borrow(SharedPrefix(tokens(45, 10), 2), 5)
+
+
+def test_a_call_cut_short_before_the_copy_lets_the_lender_go(tiny, monkeypatch):
+    start = tokens(50, 100)
+    backend = HFBackend(tiny, [1], max_prefix_bytes=0)
+    backend.generate([GenerationRequest("a", start + tokens(51, 10), 110)], GREEDY)
+    lender = backend.rows.rows[0].shared
+    monkeypatch.setattr(backend.rows, "fill_borrowed", lambda count: (_ for _ in ()).throw(KeyboardInterrupt()))
+    with pytest.raises(KeyboardInterrupt):
+        backend.generate([GenerationRequest("b", start + tokens(52, 10), 110)], GREEDY)
+    assert lender.refs == 1  # row "a" alone: the borrower's reference went with the dropped call
+    monkeypatch.undo()
+    retry = [GenerationRequest("b", start + tokens(52, 10), 110)]
+    assert_same(tiny, retry, backend.generate(retry, GREEDY))

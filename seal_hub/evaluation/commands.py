@@ -30,6 +30,14 @@ class EvalArguments(TaskArguments, EnvironmentArguments):
         default=MAX_CONTEXT_TOKENS, metadata={"help": "longest token sequence of one episode"}
     )
     max_live_episodes: int = field(default=MAX_LIVE_EPISODES, metadata={"help": "episodes generated together"})
+    generation_dtype: str = field(
+        default="auto",
+        metadata={
+            "help": "the dtype the policy generates in (seal_hub.models.generation_dtype): auto, bfloat16 for an fp32 "
+            "policy on a CPU with AMX or AVX512-BF16, as training's rollouts; recorded in results.json",
+            "choices": ["auto", "float32", "bfloat16"],
+        },
+    )
     parser_style: str | None = field(default=None, metadata=PARSER_STYLE_HELP)
     publish: str | None = field(
         default=None,
@@ -123,6 +131,7 @@ def _eval(args: EvalArguments) -> int:
         result = run_evaluation(suite, tasks, runner, oracle, args.output_dir, progress=progress)
     else:
         from seal_hub.models import load_for_inference
+        from seal_hub.models.generation_dtype import GenerationWeights, with_generation_dtype
         from seal_hub.rollout import PolicyInfo, build_hf_backend
 
         if resolved is not None:  # before the model loads: an adapter of another base fails at once
@@ -137,9 +146,11 @@ def _eval(args: EvalArguments) -> int:
         policy_id = adapter["repo"] if adapter else model_record["id"]
         info = PolicyInfo(policy_id, adapter["commit"] if adapter else model_record["revision"])
         backend = build_hf_backend(model, tokenizer)
-        result = evaluate_policy(
-            backend, tokenizer, info, suite, tasks, protocol, interface, spec(model_record), args.output_dir, progress
-        )
+        with GenerationWeights(dtype=args.generation_dtype).applied(model) as dtype:
+            record = spec(with_generation_dtype(model_record, dtype))
+            result = evaluate_policy(
+                backend, tokenizer, info, suite, tasks, protocol, interface, record, args.output_dir, progress
+            )
     print(result.scores.table(suite.name))
     print(f"wrote {result.out} ({result.ran} task(s) run, {len(tasks) - result.ran} resumed)")
     if args.publish:

@@ -14,6 +14,9 @@ on CPU and CUDA:
   keeps the common part as a shorter view and writes the rest to its own tail (the prefix is never written);
 - when no live row holds a task's prefix, the prefix store keeps released ones up to `max_prefix_bytes` (least
   recently used first out) and hands an entry's reference over to the row that takes it;
+- a new task prefix that agrees with another task's filled prefix on its first tokens (BFCL tasks of one tool
+  class share the system prompt and tool schemas) borrows those positions' KV, copied in, and prefills only the
+  rest (`SharedPrefix.borrow`; the prefill runs lenders before borrowers);
 - a generate call's decode loop holds the rows' tails in one padded tensor per layer (`seal_hub.rollout.kv_step`,
   copied in once and back once per call), and each decode step's attention (`seal_hub.rollout.rows_attention`)
   runs, per layer, one call over all the tails and one per group of rows sharing a prefix (the prefix's keys read
@@ -38,9 +41,10 @@ model's end-of-turn tokens, the tokenizer's pad token): `seal-hub eval` and `rol
 comparison, the experiment and the replay Space's live episodes all call it.
 
 `timings` accumulates where generation time goes (prefill forwards, decode forwards, cache work, sampling) for
-the benchmarks. Not covered: one attention call over every group's prefix at once (100 tasks x 1 rollout still
-make 100 prefix calls a layer; that needs a kernel reading blocks in place), bf16 KV, speculative decoding,
-or multi-GPU inference (use vLLM there).
+the benchmarks. The KV is in the model's dtype (bf16 while `seal_hub.models.generation_dtype` casts the weights).
+Not covered: one attention call over several groups' prefixes at once (4 tasks x 8 rollouts make 4 prefix calls a
+layer besides the tails' one; that needs a kernel reading blocks in place), speculative decoding, or multi-GPU
+inference (use vLLM there).
 """
 
 from __future__ import annotations
@@ -160,6 +164,16 @@ class HFBackend:
             for row, (target, have) in enumerate(zip(targets, kept, strict=True))
             if have < len(target)
         ]
+        # the rows whose prefix borrows another task's start (`kv_prefix`) run after their lenders are filled
+        borrowing = self.rows.borrowing(len(targets))
+        self._prefill_forwards([w for w in work if w[0] not in borrowing], targets, device)
+        if borrowing:
+            self.rows.fill_borrowed(len(targets))
+            self._prefill_forwards([w for w in work if w[0] in borrowing], targets, device)
+        self.prefilled_tokens += sum(end - begin for _, begin, end, _ in work)
+        self.prefill_pairs += sum((end - begin) * (begin + end + 1) // 2 for _, begin, end, _ in work)
+
+    def _prefill_forwards(self, work: list[tuple[int, int, int, int]], targets, device: torch.device) -> None:
         for pieces in pack(work, PREFILL_CHUNK):
             ids = [token for p in pieces for token in targets[p.row][p.begin : p.end]]
             positions = [position for p in pieces for position in range(p.begin, p.end)]
@@ -168,8 +182,6 @@ class HFBackend:
                 self._forward(step_in[:1], self.rows.prefill_cache(pieces), None, step_in[1:])
             finally:
                 self.rows.end_prefill()
-        self.prefilled_tokens += sum(end - begin for _, begin, end, _ in work)
-        self.prefill_pairs += sum((end - begin) * (begin + end + 1) // 2 for _, begin, end, _ in work)
 
     def _prepare(self, requests: list[GenerationRequest]) -> None:
         """Rows 0..n-1 hold the requests' sequences (all but their last token), ready for the decode loop."""

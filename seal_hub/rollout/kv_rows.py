@@ -21,6 +21,10 @@ row fills it, else into the row's tail); a generate call's decode steps go throu
 `seal_hub.rollout.kv_step` (`begin_decode`/`decode_cache`/`end_decode`): the call's tails in one padded tensor
 per layer, read in place with each group's prefix by `seal_hub.rollout.rows_attention`.
 
+A new prefix that agrees with a filled one (another task's, live or in the store) on at least `MIN_BORROW`
+leading tokens borrows those positions: they are copied in once the lender is filled, and only the rest is
+prefilled (`SharedPrefix.borrow`; the backend's prefill runs the lenders first, `borrowing`/`fill_borrowed`).
+
 `layout` orders a call's sessions as rows 0..n-1 (then sessions held but not requested) and shares prefixes;
 rows are Python objects, so ordering, swapping or dropping them copies nothing. A released row's prefix goes
 to the `PrefixStore` when that row held its last reference (bounded by bytes, least recently used out first).
@@ -41,6 +45,7 @@ from seal_hub.rollout.kv_prefix import PrefixStore, SharedPrefix
 from seal_hub.rollout.kv_step import CAPACITY_STEP, DecodeBatch, rounded
 
 SHRINK_SLACK = 4 * CAPACITY_STEP  # a tail this much larger than it needs is re-allocated smaller
+MIN_BORROW = 64  # a new prefix borrows its start from another task's only when they share this many tokens
 BLOCK_BYTES = 40 * 2**20  # a row's tail is allocated in blocks of layers of at least this size (see `_allocate`)
 
 
@@ -110,6 +115,7 @@ class KVRows:
         self.swaps = 0  # rows swapped out of a decode batch when they finished early
         self.shared_prefixes = 0  # shared prefixes made (each prefilled once)
         self.shared_uses = 0  # rows that took a reference to a prefix another row or the store held
+        self.borrowed_positions = 0  # prefix positions copied from another task's prefix instead of prefilled
         self.step: DecodeBatch | None = None  # the current call's decode steps (between begin and end_decode)
         self.write_seconds = 0.0  # decode steps' KV writes, which run inside the model's forward
         self.packed: PackedPrefill | None = None  # the prefill forward under way
@@ -258,6 +264,32 @@ class KVRows:
             return stored  # the store's reference is handed over
         return (best.acquire(), length) if best is not None else (None, 0)
 
+    def _borrow_start(self, shared: SharedPrefix, starts: list[SharedPrefix]) -> int:
+        """Let a new prefix borrow its start from the filled prefix it agrees with longest (at least `MIN_BORROW`
+        tokens; `kv_prefix`); returns how many positions it borrowed. One that borrows nothing may be borrowed from
+        (it is filled in the first prefill phase, the borrowers in the second)."""
+        lender, length = None, MIN_BORROW - 1
+        for candidate in starts:
+            n = _common(candidate.ids, shared.ids)
+            if n > length:
+                lender, length = candidate, n
+        if lender is None:
+            starts.append(shared)
+            return 0
+        shared.borrow(lender, length)
+        self.borrowed_positions += length
+        return length
+
+    def borrowing(self, count: int) -> set[int]:
+        """Which of rows 0..count-1 refer to a prefix that still waits for its borrowed start."""
+        return {i for i, r in enumerate(self.rows[:count]) if r.shared is not None and r.shared.borrowed is not None}
+
+    def fill_borrowed(self, count: int) -> None:
+        """Copy the borrowed starts of rows 0..count-1's prefixes in (their lenders are filled by now)."""
+        for row in self.rows[:count]:
+            if row.shared is not None:
+                row.shared.fill_borrowed()
+
     def layout(
         self,
         sessions: list[str],
@@ -273,6 +305,8 @@ class KVRows:
         """
         held = {r.session: r for r in self.rows if not r.retired}
         lenders = self._live_prefixes()  # and, as they come, those this layout makes or takes from the store
+        # filled before this call's prefill, or filled whole in its first phase: what a new prefix may borrow from
+        starts = [p for p in lenders if not p.freed and p.borrowed is None] + store.entries()
         new_rows: list[_Row] = []
         kept: list[int] = []
         for session, target, prefix in zip(sessions, targets, prefixes, strict=True):
@@ -298,6 +332,7 @@ class KVRows:
                     lenders.append(shared)
                     row.share(shared, len(prefix))
                     self.shared_prefixes += 1
+                    keep = self._borrow_start(shared, starts)
             row.session, row.ids, row.retired = session, target[:keep], False
             self._fit(row, len(target) - row.shared_length, keep - row.shared_length)
             new_rows.append(row)

@@ -32,7 +32,7 @@ from seal_hub.evaluation.harness import EvalResult
 from seal_hub.evaluation.results import RESULTS_JSON
 from seal_hub.evaluation.scores import CategoryScore, Scores
 from seal_hub.interface import InterfaceSnapshot
-from seal_hub.models.merged import merged_lora
+from seal_hub.models.generation_dtype import AS_LOADED, GenerationWeights, with_generation_dtype
 from seal_hub.rollout import PolicyInfo, build_hf_backend
 from seal_hub.training.held_out import HeldOutResult, held_out_protocol, write_held_out
 from seal_hub.training.run_records import held_out_files
@@ -74,11 +74,11 @@ def evaluate_stage(
     out: str | Path,
     model_record: dict[str, Any],
     adapter_record: dict[str, Any] | None = None,
-    merge_lora: bool = False,
+    weights: GenerationWeights = AS_LOADED,
 ) -> EvalResult:
     """One stage: `model` (as it is now) on the plan's tasks into `out`, recorded as `model_record` (and
-    `adapter_record`, the published adapter these weights are) exactly as `seal-hub eval` records a run; with
-    `merge_lora`, generating with LoRA merged into a copy of the weights (`seal_hub.models.merged`)."""
+    `adapter_record`, the published adapter these weights are) exactly as `seal-hub eval` records a run; generating
+    with the weights as `weights` says (LoRA merged into a copy, a generation dtype: recorded in the model record)."""
     interface = InterfaceSnapshot.null(plan.suite.name)
     was_training = model.training
     model.eval()
@@ -86,15 +86,15 @@ def evaluate_stage(
         policy_id = adapter_record["repo"] if adapter_record else model_record["id"]
         revision = adapter_record["commit"] if adapter_record else model_record.get("revision")
         categories = f"; categories {','.join(plan.categories)}" if plan.categories else ""
-        spec = EvalSpec(
-            suite=plan.suite.name,
-            split="test",
-            split_source=plan.split_source + categories,
-            model=model_record,
-            adapter=adapter_record,
-            interface=interface_record(interface, "null"),
-        )
-        with merged_lora(model, enabled=merge_lora):
+        with weights.applied(model) as dtype:
+            spec = EvalSpec(
+                suite=plan.suite.name,
+                split="test",
+                split_source=plan.split_source + categories,
+                model=with_generation_dtype(model_record, dtype),
+                adapter=adapter_record,
+                interface=interface_record(interface, "null"),
+            )
             return evaluate_policy(
                 build_hf_backend(model, tokenizer),
                 tokenizer,
@@ -184,12 +184,13 @@ def stage_point(result: EvalResult, step: int, protocol: EvalProtocol) -> HeldOu
 class HeldOutComparison:
     """A run's held-out comparison: the same plan scored before training (`base`), after the warm-up (`warmup`)
     and after SEAL (`final`), each stage into `output_dir/eval/<stage>`, the policy recorded as `base_record`
-    (`{"id": model, "revision": ...}`). Only `main_process` evaluates; `merge_lora` generates with LoRA merged."""
+    (`{"id": model, "revision": ...}`). Only `main_process` evaluates; `weights`: how generation takes the weights
+    (LoRA merged, the generation dtype), as in the run's rollouts."""
 
     plan: HeldOutPlan
     output_dir: str
     base_record: dict[str, Any]
-    merge_lora: bool = False
+    weights: GenerationWeights = AS_LOADED
     main_process: bool = True
 
     @classmethod
@@ -197,21 +198,21 @@ class HeldOutComparison:
         """The comparison of a run's selected tasks (`TaskSelection.held_out`) under its held-out protocol."""
         protocol, source = held_out_protocol(config), selection.split.source
         plan = HeldOutPlan(selection.suite, selection.held_out, protocol, source, selection.categories)
-        merge = bool(config.merge_lora_for_generation)
-        return cls(plan, config.output_dir, base_record, merge, main_process)
+        weights = GenerationWeights(bool(config.merge_lora_for_generation), config.generation_dtype)
+        return cls(plan, config.output_dir, base_record, weights, main_process)
 
     def base(self, model, tokenizer) -> None:
         """The model before any training, into `eval/base`."""
         if self.main_process:
             out = stage_dir(self.output_dir, "base")
-            evaluate_stage(self.plan, model, tokenizer, out, self.base_record, None, self.merge_lora)
+            evaluate_stage(self.plan, model, tokenizer, out, self.base_record, None, self.weights)
 
     def warmup(self, model, tokenizer, steps: int) -> None:
         """The model after the SFT warm-up of `steps` steps, into `eval/warmup`."""
         if self.main_process:
             warm = {"id": f"{self.base_record['id']} + SFT warm-up ({steps} steps)"}
             out = stage_dir(self.output_dir, "warmup")
-            evaluate_stage(self.plan, model, tokenizer, out, self.base_record | warm, None, self.merge_lora)
+            evaluate_stage(self.plan, model, tokenizer, out, self.base_record | warm, None, self.weights)
 
     def final(self, trainer: SealTrainer, tokenizer) -> list[str]:
         """The final policy on the held-out tasks, recorded as the adapter published at the last iteration (and
@@ -230,8 +231,8 @@ class HeldOutComparison:
             reproduce = f"seal-hub eval --model {self.base_record['id']} --adapter {scheme}{ref} {plan.eval_flags()}"
             repo = f"{trainer.publish.run}-eval"
         final = stage_dir(output_dir, "final")
-        model, merge = trainer.model, self.merge_lora
-        result = evaluate_stage(plan, model, tokenizer, final, self.base_record, adapter_record, merge)
+        model, weights = trainer.model, self.weights
+        result = evaluate_stage(plan, model, tokenizer, final, self.base_record, adapter_record, weights)
         lines = []
         if repo is not None:
             from seal_hub.evaluation.publish import publish_evaluation

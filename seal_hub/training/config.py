@@ -22,6 +22,7 @@ from seal_hub.envs.protocol import ErrorKind
 from seal_hub.interface.evolve import INTERFACE_MODES, EvolveConfig, evolve_config_for
 from seal_hub.interface.rho import RhoSettings
 from seal_hub.interface.snapshot import MAX_GUIDELINES
+from seal_hub.models.generation_dtype import check_generation_dtype
 from seal_hub.models.toolcalls import check_parser_style
 from seal_hub.training.groups import DYNAMIC_SAMPLING
 from seal_hub.training.task_sampler import TASK_SAMPLERS
@@ -138,6 +139,15 @@ class SealConfig(GRPOConfig):
             "memory while generating). Unset: on for CPU runs, off on GPUs."
         },
     )
+    generation_dtype: str = field(
+        default="auto",
+        metadata={
+            "help": "The dtype rollouts and held-out evaluations generate in; training keeps the policy's own "
+            "(seal_hub.models.generation_dtype). auto: bfloat16 for an fp32 policy on a CPU with AMX or "
+            "AVX512-BF16 (measured faster, docs/benchmarks.md), the policy's own dtype elsewhere.",
+            "choices": ["auto", "float32", "bfloat16"],
+        },
+    )
     synced_generation: bool | None = field(
         default=None,
         metadata={
@@ -179,6 +189,7 @@ class SealConfig(GRPOConfig):
             "eval_max_new_tokens",
         )
         require_at_least_one(self, *positive)
+        check_generation_dtype(self.generation_dtype)
         require_at_least_one(self, "max_steps_per_episode", optional=True)
         check_parser_style(self.parser_style)
         if self.min_p is not None or self.repetition_penalty != 1.0:

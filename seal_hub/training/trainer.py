@@ -91,7 +91,7 @@ from seal_hub.interface.evolve import evolve, starting_interface
 from seal_hub.interface.rho import RhoWindow
 from seal_hub.interface.store import SnapshotStore
 from seal_hub.models.end_tokens import end_token_ids
-from seal_hub.models.merged import merged_lora
+from seal_hub.models.generation_dtype import GenerationWeights
 from seal_hub.rollout import GenerationBackend, PolicyInfo, RolloutConfig, RolloutEngine, SamplingConfig
 from seal_hub.rollout.hf_backend import build_hf_backend
 from seal_hub.rollout.synced import SyncedSteps, needs_synced_generation
@@ -324,7 +324,8 @@ class SealTrainer(GRPOTrainer):
         """The policy as generation must see it, as TRL's own generation takes it: `unwrap_model_for_generation`
         (ZeRO-3's parameters gathered unless `ds3_gather_for_generation` is False; gradient checkpointing off)
         and FSDP v1's full parameters summoned; with `merge_lora_for_generation`, LoRA merged into a copy of the
-        adapted weights (`seal_hub.models.merged`). Under vLLM the weights are vLLM's: nothing is gathered."""
+        adapted weights (`seal_hub.models.merged`); the weights in `generation_dtype` while generating
+        (`seal_hub.models.generation_dtype`). Under vLLM the weights are vLLM's: nothing is gathered."""
         if self.use_vllm:
             yield self.accelerator.unwrap_model(self.model)
             return
@@ -336,7 +337,7 @@ class SealTrainer(GRPOTrainer):
                 gradient_checkpointing_kwargs=self.args.gradient_checkpointing_kwargs,
             ) as model,
             DistributedBackend(self.accelerator).summon_full_params(self.model_wrapped, recurse=False),
-            merged_lora(model, enabled=bool(self.args.merge_lora_for_generation)),
+            GenerationWeights(bool(self.args.merge_lora_for_generation), self.args.generation_dtype).applied(model),
         ):
             yield model
 

@@ -1,0 +1,93 @@
+"""Generation in bf16 with fp32 training weights: the forward runs in bf16, every weight comes back bit for bit."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from peft import LoraConfig, get_peft_model
+from transformers import LlamaConfig, LlamaForCausalLM
+
+from seal_hub.models import generation_dtype as gd
+from seal_hub.models.generation_dtype import (
+    AS_LOADED,
+    GenerationWeights,
+    generation_dtype,
+    resolve_generation_dtype,
+    with_generation_dtype,
+)
+from seal_hub.models.merged import merged_lora
+
+
+def lora_model() -> torch.nn.Module:
+    torch.manual_seed(0)
+    config = LlamaConfig(
+        vocab_size=97,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        tie_word_embeddings=True,
+    )
+    settings = LoraConfig(r=4, target_modules=["q_proj", "v_proj"], init_lora_weights=False)
+    return get_peft_model(LlamaForCausalLM(config), settings)
+
+
+def test_bf16_generation_runs_in_bf16_close_to_fp32_and_gives_every_weight_back():
+    model = lora_model()
+    tokens = torch.randint(0, 97, (2, 9))
+    with torch.no_grad():
+        reference = model(tokens, use_cache=True)
+    before = {name: p.detach().clone() for name, p in model.named_parameters()}
+    with merged_lora(model), generation_dtype(model, torch.bfloat16) as count, torch.no_grad():
+        out = model(tokens, use_cache=True)
+        assert all(p.dtype == torch.bfloat16 for p in model.parameters())
+    assert count == len(list(model.parameters()))  # the tied embedding once
+    assert out.logits.dtype == torch.bfloat16
+    assert out.past_key_values.layers[0].keys.dtype == torch.bfloat16  # the KV cache too
+    assert torch.allclose(out.logits.float(), reference.logits, atol=0.1)
+    assert all(torch.equal(before[name], p) and p.dtype == torch.float32 for name, p in model.named_parameters())
+    with torch.no_grad():
+        assert torch.equal(model(tokens).logits, reference.logits)
+
+
+def test_an_error_inside_puts_the_weights_back_and_none_casts_nothing():
+    model = lora_model()
+    before = {name: p.detach().clone() for name, p in model.named_parameters()}
+    with pytest.raises(RuntimeError, match="inside"), generation_dtype(model, torch.bfloat16):
+        raise RuntimeError("inside")
+    assert all(torch.equal(before[name], p) for name, p in model.named_parameters())
+    with generation_dtype(model, None) as count:
+        assert count == 0
+
+
+def test_auto_takes_bf16_only_on_a_cpu_with_bf16_instructions(monkeypatch):
+    model = lora_model()
+    monkeypatch.setattr(gd, "cpu_flags", lambda: frozenset({"avx512f", "avx512_bf16"}))
+    assert resolve_generation_dtype("auto", model) == torch.bfloat16
+    assert resolve_generation_dtype(None, model) == torch.bfloat16
+    assert resolve_generation_dtype("float32", model) is None  # the policy's own dtype already
+    monkeypatch.setattr(gd, "cpu_flags", lambda: frozenset({"avx2"}))
+    assert resolve_generation_dtype("auto", model) is None
+    assert resolve_generation_dtype("bfloat16", model) == torch.bfloat16  # asked for: given
+    assert resolve_generation_dtype("auto", model.to(torch.bfloat16)) is None
+    with pytest.raises(ValueError, match="generation_dtype must be one of"):
+        resolve_generation_dtype("fp8", model)
+
+
+def test_generation_weights_merge_then_cast_and_name_the_dtype_in_the_record():
+    model = lora_model()
+    tokens = torch.randint(0, 97, (1, 7))
+    before = {name: p.detach().clone() for name, p in model.named_parameters()}
+    with GenerationWeights(merge_lora=True, dtype="bfloat16").applied(model) as dtype, torch.no_grad():
+        assert dtype == torch.bfloat16
+        assert all(layer.merged for layer in model.modules() if hasattr(layer, "merged_adapters"))
+        assert model(tokens).logits.dtype == torch.bfloat16
+    assert all(torch.equal(before[name], p) for name, p in model.named_parameters())
+    assert not any(layer.merged for layer in model.modules() if hasattr(layer, "merged_adapters"))
+    with AS_LOADED.applied(model) as dtype:
+        assert dtype is None
+    assert with_generation_dtype({"id": "m"}, torch.bfloat16) == {"id": "m", "generation_dtype": "bfloat16"}
+    assert with_generation_dtype({"id": "m"}, None) == {"id": "m"}
+    with pytest.raises(ValueError, match="generation_dtype must be one of"):
+        GenerationWeights(dtype="half")
