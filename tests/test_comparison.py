@@ -12,6 +12,7 @@ from helpers.user_env import PANTRY, PANTRY_ROWS, write_jsonl
 
 import seal_hub.training.comparison as comparison_module
 from seal_hub.evaluation.scores import CategoryScore, Scores
+from seal_hub.models.generation_dtype import GenerationWeights
 from seal_hub.training import SealConfig
 from seal_hub.training.comparison import HeldOutComparison, stage_dir
 from seal_hub.training.selection import TaskArguments, select_tasks
@@ -37,8 +38,8 @@ def chosen(tmp_path):
 def recorded(monkeypatch, average: float = 50.0):
     calls = []
 
-    def evaluate_stage(plan, model, tokenizer, out, model_record, adapter_record=None, merge_lora=False):
-        calls.append((out, model_record, adapter_record, merge_lora))
+    def evaluate_stage(plan, model, tokenizer, out, model_record, adapter_record=None, weights=None):
+        calls.append((out, model_record, adapter_record, weights))
         per = {"stock": CategoryScore(int(average), 100)}
         return SimpleNamespace(scores=Scores(per))
 
@@ -67,7 +68,8 @@ def test_base_and_warm_up_stages_go_to_their_folders_on_the_main_process_only(ch
     comparison.base(None, None)
     comparison.warmup(None, None, 7)
     assert [c[0] for c in calls] == [stage_dir(config.output_dir, "base"), stage_dir(config.output_dir, "warmup")]
-    assert calls[0][1] == base and calls[0][2] is None and calls[0][3] is False
+    assert calls[0][1] == base and calls[0][2] is None
+    assert calls[0][3] == GenerationWeights(merge_lora=False, dtype="auto")  # as the run's rollouts take them
     assert calls[1][1] == {"id": "tiny + SFT warm-up (7 steps)", "revision": "abc"}  # named as the warmed-up model
 
 

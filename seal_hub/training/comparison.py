@@ -229,6 +229,9 @@ class HeldOutComparison:
             adapter_record |= {"commit": resolved.commit, "backend": resolved.backend}
             scheme = "local://" if resolved.backend == "local" else ""
             reproduce = f"seal-hub eval --model {self.base_record['id']} --adapter {scheme}{ref} {plan.eval_flags()}"
+            dtype = self.weights.resolve(trainer.model)
+            if dtype is not None:  # the same numerics on a machine whose `auto` would pick another dtype
+                reproduce += f" --generation_dtype {str(dtype).removeprefix('torch.')}"
             repo = f"{trainer.publish.run}-eval"
         final = stage_dir(output_dir, "final")
         model, weights = trainer.model, self.weights
