@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from peft import LoraConfig, get_peft_model
-from transformers import LlamaConfig, LlamaForCausalLM
+from helpers.lora import lora_model as shared_lora_model
 
 from seal_hub.models import generation_dtype as gd
 from seal_hub.models.generation_dtype import (
@@ -19,18 +18,7 @@ from seal_hub.models.merged import merged_lora
 
 
 def lora_model() -> torch.nn.Module:
-    torch.manual_seed(0)
-    config = LlamaConfig(
-        vocab_size=97,
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        tie_word_embeddings=True,
-    )
-    settings = LoraConfig(r=4, target_modules=["q_proj", "v_proj"], init_lora_weights=False)
-    return get_peft_model(LlamaForCausalLM(config), settings)
+    return shared_lora_model(tie_word_embeddings=True)  # a tied weight is one parameter: cast once
 
 
 def test_bf16_generation_runs_in_bf16_close_to_fp32_and_gives_every_weight_back():

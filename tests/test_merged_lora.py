@@ -4,24 +4,10 @@ from __future__ import annotations
 
 import pytest
 import torch
-from peft import LoraConfig, get_peft_model
+from helpers.lora import lora_model
 from transformers import LlamaConfig, LlamaForCausalLM
 
 from seal_hub.models.merged import merged_lora
-
-
-def lora_model(**lora) -> torch.nn.Module:
-    torch.manual_seed(0)
-    config = LlamaConfig(
-        vocab_size=97,
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-    )
-    settings = dict(r=4, target_modules=["q_proj", "v_proj", "up_proj"], init_lora_weights=False) | lora
-    return get_peft_model(LlamaForCausalLM(config), LoraConfig(**settings))
 
 
 def test_merged_generation_has_the_unmerged_logits_and_leaves_every_weight_as_it_was():
