@@ -12,9 +12,8 @@ trainer's rollouts, the held-out evaluations and `seal-hub eval` apply. `resolve
 dtype a run generates in: what the user set (`SealConfig.generation_dtype`, `--generation_dtype`), or with "auto"
 bf16 where it was measured to pay: a CPU run of an fp32 policy on cores whose /proc/cpuinfo lists `amx_bf16` or
 `avx512_bf16` (`benchmarks/cpu_dtype.py` measures the time and how many greedy held-out answers agree with fp32;
-docs/benchmarks.md has the figures). Elsewhere the policy's own dtype:
-without those instructions PyTorch converts bf16 in software and it is slower, and a GPU policy is already in the
-dtype it was loaded in.
+docs/benchmarks.md has the figures). Elsewhere the policy's own dtype: without those instructions PyTorch converts
+bf16 in software and it is slower, and a GPU policy is already in the dtype it was loaded in.
 
 Measured on the demo's policy, 50 held-out bfcl-single tasks, 2 cores with AMX: the evaluation in 0.58x the fp32
 time, the same verdict on all 50 tasks (the same tokens on 13: bf16 words some answers differently). Rollouts drawn
@@ -36,7 +35,7 @@ from pathlib import Path
 
 import torch
 
-from seal_hub.models.merged import merged_lora
+from seal_hub.models.merged import merged_lora, replaceable
 
 CHOICES = ("auto", "float32", "bfloat16")
 BF16_FLAGS = ("amx_bf16", "avx512_bf16")
@@ -85,15 +84,6 @@ def with_generation_dtype(record: dict, dtype: torch.dtype | None) -> dict:
     return record if dtype is None else record | {"generation_dtype": str(dtype).removeprefix("torch.")}
 
 
-def _castable(parameter: torch.Tensor) -> bool:
-    return (
-        parameter.is_floating_point()
-        and parameter.numel() > 0
-        and not hasattr(parameter, "ds_id")  # DeepSpeed ZeRO-3's partitioned parameter
-        and type(parameter) in (torch.Tensor, torch.nn.Parameter)  # not a DTensor or a quantized parameter
-    )
-
-
 @dataclass(frozen=True)
 class GenerationWeights:
     """How generation takes the policy's weights: LoRA merged into a copy (`merge_lora`, `seal_hub.models.merged`)
@@ -131,7 +121,7 @@ def generation_dtype(model, dtype: torch.dtype | None) -> Iterator[int]:
         if dtype is not None:
             with torch.no_grad():
                 for parameter in model.parameters():  # a tied weight is listed (and cast) once
-                    if _castable(parameter) and parameter.dtype != dtype:
+                    if replaceable(parameter) and parameter.is_floating_point() and parameter.dtype != dtype:
                         original = parameter.data
                         parameter.data = original.to(dtype)
                         swapped.append((parameter, original))

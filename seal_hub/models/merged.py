@@ -22,19 +22,24 @@ from contextlib import contextmanager
 import torch
 
 
+def replaceable(tensor) -> bool:
+    """Whether a weight's `.data` may be swapped for a new tensor while generating and put back after: a plain,
+    whole, non-empty tensor (not a ZeRO-3 partition, a DTensor shard or a quantized parameter)."""
+    return (
+        isinstance(tensor, torch.Tensor)
+        and tensor.numel() > 0
+        and not hasattr(tensor, "ds_id")  # DeepSpeed ZeRO-3's partitioned parameter
+        and type(tensor) in (torch.Tensor, torch.nn.Parameter)  # not a DTensor or a quantized parameter
+    )
+
+
 def _mergeable(layer) -> bool:
     from peft.tuners.lora import Linear
 
     if not isinstance(layer, Linear) or layer.merged or layer.disable_adapters or layer.lora_variant:
         return False
     weight = getattr(layer.get_base_layer(), "weight", None)
-    return (
-        isinstance(weight, torch.Tensor)
-        and weight.dtype in (torch.float32, torch.float16, torch.bfloat16)
-        and weight.numel() > 0
-        and not hasattr(weight, "ds_id")  # DeepSpeed ZeRO-3's partitioned parameter
-        and type(weight) in (torch.Tensor, torch.nn.Parameter)  # not a DTensor or a quantized parameter
-    )
+    return replaceable(weight) and weight.dtype in (torch.float32, torch.float16, torch.bfloat16)
 
 
 @contextmanager
