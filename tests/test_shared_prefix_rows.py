@@ -225,3 +225,26 @@ def test_a_call_cut_short_before_the_copy_lets_the_lender_go(tiny, monkeypatch):
     monkeypatch.undo()
     retry = [GenerationRequest("b", start + tokens(52, 10), 110)]
     assert_same(tiny, retry, backend.generate(retry, GREEDY))
+
+
+def test_rows_left_decoding_attend_alone_exactly(tiny):
+    """Rows end at 2, 4, 8 and 16 tokens: the steps run all four in one padded call, then three with the finished
+    row riding along, then one call per row left (two of four, then one); the tokens stay the reference's."""
+    shared = tokens(40, 30)
+    requests = [
+        GenerationRequest("a0", shared + tokens(41, 3), len(shared), max_new_tokens=2),  # two rollouts of one task
+        GenerationRequest("a1", shared + tokens(42, 5), len(shared), max_new_tokens=8),
+        GenerationRequest("b0", tokens(43, 50), 50, max_new_tokens=4),  # tasks alone on their prefix
+        GenerationRequest("c0", tokens(44, 20), 20, max_new_tokens=16),
+    ]
+    sampling = SamplingConfig(temperature=0, max_new_tokens=16)
+    # an end token no row generates: every row runs to its own limit
+    unused = next(
+        e
+        for e in range(1, 100)
+        if not any(g.finished for g in SequentialBackend(tiny, (e,)).generate(requests, sampling))
+    )
+    backend = HFBackend(tiny, [unused])
+    assert_same(tiny, requests, backend.generate(requests, sampling), sampling, eos=(unused,))
+    assert backend.decode_steps == 16
+    assert backend.per_row_steps == 12  # steps 5-16: two rows of four decoding, then one

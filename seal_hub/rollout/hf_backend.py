@@ -22,7 +22,9 @@ on CPU and CUDA:
   runs, per layer, one call over all the tails and one per group of rows sharing a prefix (the prefix's keys read
   once a step for the group, in place), merged by their log-sum-exp: a group of 8 reads its prompt once a step,
   not 8 times, and 32 rows of 4 tasks make 5 attention calls a layer, not 32;
-- a row that finishes early in the decode loop is swapped behind the live rows (no copy: it keeps its slot).
+- a row that finishes early in the decode loop is swapped behind the live rows (no copy: it keeps its slot);
+  once half the slots or fewer still decode, each row left attends alone over its own tail;
+- on CPU, every call starts by giving the C heap's free pages back to the system (`seal_hub.rollout.heap`).
 
 Sampling goes through transformers' own logits warpers in `model.generate`'s order (`sampling.py`), so it draws
 from the distribution the reference backend (`reference.py`) draws from; greedy decoding matches it token for
@@ -55,6 +57,7 @@ from collections.abc import Iterable
 import torch
 
 from seal_hub.rollout.backend import Generation, GenerationRequest, SamplingConfig
+from seal_hub.rollout.heap import give_back
 from seal_hub.rollout.kv_prefill import PREFILL_CHUNK, pack
 from seal_hub.rollout.kv_prefix import PrefixStore
 from seal_hub.rollout.kv_rows import KVRows, num_layers
@@ -93,6 +96,7 @@ class HFBackend:
         self.reused_tokens = 0  # tokens whose KV came from a cache instead
         self.timings: dict[str, float] = dict.fromkeys(("layout", "prefill", "forward", "cache", "sampling"), 0.0)
         self.decode_steps = 0
+        self.per_row_steps = 0  # decode steps whose few decoding rows each attended alone (kv_step.PER_ROW_SHARE)
         self.positions_read = 0  # KV positions the decode steps' attention read (a prefix once a group, tails padded)
         self.positions_needed = 0  # the same with each distinct task prefix counted once per step (the floor)
         # the arithmetic floor (benchmarks/rollout_throughput.py): rows still generating summed over the decode
@@ -221,6 +225,8 @@ class HFBackend:
 
     def _generate(self, requests: list[GenerationRequest], sampling: SamplingConfig) -> list[Generation]:
         limits = [r.max_new_tokens or sampling.max_new_tokens for r in requests]
+        if self.device.type == "cpu":
+            give_back()  # what the last call and the released rows freed, before this call's tensors are built
         self._prepare(requests)
         batch = self.rows.begin_decode(len(requests), limits)
         device = self.device
@@ -251,6 +257,7 @@ class HFBackend:
             start = clock()
             cache, mask = self.rows.decode_cache(lengths[:active], live, device)
             self.positions_read += batch.read
+            self.per_row_steps += batch.per_row
             # the step's inputs and positions go to the device in one copy (positions stay Python ints here)
             step_in = torch.tensor([*inputs[:active], *lengths[:active]], device=device)[:, None]
             tokens_in, positions = step_in[:active], step_in[active:]

@@ -9,7 +9,8 @@ finished leave the forward's batch (its tail stays where it is: nothing is copie
 
 Each step (`decode_cache`) writes every decoding row's new key and value into its slot with one indexed write
 per layer, and records for the attention (`seal_hub.rollout.rows_attention`): the tails' width this step and the
-mask of each slot's length (one tail call per layer over all slots, finished ones riding along), and the groups
+mask of each slot's length (one tail call per layer over all slots, finished ones riding along, until at most
+half the slots still decode: then one call per row left, over its own tail), and the groups
 of batch rows that share a prefix view (one prefix call per group per layer, the prefix read in place once).
 
 A row that is the only holder of its task prefix (the evaluation's 100 tasks x 1 rollout) gains nothing from
@@ -31,6 +32,7 @@ import torch
 from transformers.cache_utils import Cache, CacheLayerMixin
 
 CAPACITY_STEP = 128  # a row's tail capacity grows in steps of this many positions (kv_rows)
+PER_ROW_SHARE = 2  # a step whose decoding rows are at most 1/PER_ROW_SHARE of the call's slots attends per row
 
 
 def rounded(positions: int) -> int:
@@ -100,6 +102,8 @@ class DecodeBatch:
         self.width = 0  # tail positions the step's attention reads per slot
         self.groups: list[PrefixGroup] = []
         self.identity = False  # batch row i is slot i for every slot (no scatter of queries needed)
+        self.per_row = False  # few rows still decode: each attends to its own tail alone (no padding, no mask)
+        self.slots: list[int] = []  # the step's slot of each batch row
         self.read = 0  # KV positions this step's attention reads (each prefix view once, the tails padded)
         self._slot_index = self._tail_index = self._lengths = None
         self._masks: dict[torch.dtype, torch.Tensor] = {}
@@ -115,17 +119,22 @@ class DecodeBatch:
                 raise RuntimeError(f"slot {s} writes tail position {t}, holds {self.tails[s]} of {self.capacity}")
             self.tails[s] = t + 1
         self.positions = list(positions)
-        self.width = max(self.tails)
+        self.slots = list(slots)
+        self.width = max(self.tails[s] for s in slots)  # rows that left the batch do not widen the step
         packed = torch.tensor([*slots, *tail_positions, *self.tails], device=device)
         count = len(slots)
         self._slot_index, self._tail_index = packed[:count], packed[count : 2 * count]
         self._lengths = packed[2 * count :]
         self._masks = {}
         self.identity = count == len(rows) and slots == list(range(count))
+        # half the slots or fewer still decoding: one call per row over its own tail beats the padded call over
+        # every slot (benchmarks/decode_attention.py: the crossing lies between half and all of the slots)
+        self.per_row = PER_ROW_SHARE * count <= len(rows)
         self.groups = _groups(
             [(None, 0) if self.whole[s] else (rows[s].shared, rows[s].shared_length) for s in slots], device
         )
-        self.read = sum(g.length for g in self.groups) + len(rows) * self.width
+        tails = sum(self.tails[s] for s in slots) if self.per_row else len(rows) * self.width
+        self.read = sum(g.length for g in self.groups) + tails
         self.active = True
         return self._cache, torch.ones((count, 1, 1, 1), dtype=torch.bool, device=device)
 
@@ -154,6 +163,11 @@ class DecodeBatch:
             if row.keys:
                 row.keys[layer] = row.values[layer] = None  # the row's own copy goes (its block with its last layer)
         self.keys[layer], self.values[layer] = keys, values
+
+    def tail_of(self, layer: int, slot: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """One slot's tail of `layer` over the positions it holds this step, in place: [1, kv_heads, held, dim]."""
+        held = self.tails[slot]
+        return self.keys[layer][slot : slot + 1, :, :held], self.values[layer][slot : slot + 1, :, :held]
 
     def tails_of(self, layer: int) -> tuple[torch.Tensor, torch.Tensor]:
         """Every slot's tail of `layer` over this step's width, in place: [slots, kv_heads, width, dim]."""

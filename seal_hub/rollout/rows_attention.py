@@ -5,24 +5,24 @@ and a generate call's tails sit in one padded tensor per layer (`seal_hub.rollou
 generates, `rows_attention(model)` points the model's attention layers at a `transformers` attention function
 (registered under ``seal_kv_rows:<original>``) that:
 
-- in a decode step (the `KVRows` passed as the ``kv_rows`` forward argument has a step under way) runs, per
-  layer, ONE call over every slot's tail (the tails read in place, each masked past its own length) and ONE call
-  per group of rows sharing a prefix view (all the group's rows' query heads folded onto the query axis of each
-  KV head: the prefix's keys are read once a step for the whole group, in place), then merges the two partial
-  results by their log-sum-exp (`shared_attention.merge`), which is the softmax over the row's whole sequence
-  up to rounding. On CPU both calls are PyTorch's fused flash kernel, which returns the log-sum-exp with the
-  output (`shared_attention.attention_with_lse`); elsewhere the plain product;
+- in a decode step (the `KVRows` passed as the ``kv_rows`` forward argument has a step under way) runs, per layer,
+  ONE call over every slot's tail (the tails read in place, each masked past its own length; once half the call's
+  rows or more have ended their turn, one call per row left over its own tail instead: the padded call would go on
+  reading the finished rows' slots) and ONE call per group of rows sharing a prefix view (all the group's rows'
+  query heads folded onto the query axis of each KV head: the prefix's keys are read once a step for the whole
+  group, in place), then merges the two partial results by their log-sum-exp (`shared_attention.merge`), which is
+  the softmax over the row's whole sequence up to rounding. On CPU both calls are PyTorch's fused flash kernel,
+  which returns the log-sum-exp with the output (`shared_attention.attention_with_lse`); elsewhere the plain
+  product;
 - in a packed prefill forward (``kv_rows.packed``, `seal_hub.rollout.kv_prefill`) runs, per piece (one row's
   new tokens), its queries over that row's shared prefix (causal inside it) and its tail (causal), in place,
   merged the same way (`prefill_attention`);
 - otherwise (any call without ``kv_rows``) calls the model's original attention implementation with the mask it
   would have built (``eager`` models use SDPA, the same product).
 
-`_row_attention` (one row's attention, grouped-query heads folded) is the per-row product the previous decode
-path ran; `benchmarks/decode_attention.py` compares against it. The original implementation is restored when
-the context ends, also on error. Not covered: sliding-window layers attend to the whole row (as the cache keeps
-it), and attention with extra inputs per head (sinks, ALiBi, soft-capping) has no decode path here: those
-models should roll out with vLLM.
+The original implementation is restored when the context ends, also on error. Not covered: sliding-window layers
+attend to the whole row (as the cache keeps it), and attention with extra inputs per head (sinks, ALiBi,
+soft-capping) has no decode path here: those models should roll out with vLLM.
 """
 
 from __future__ import annotations
@@ -31,7 +31,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import torch
-from torch.nn import functional as F
 from transformers import PretrainedConfig
 from transformers.integrations.sdpa_attention import sdpa_attention_forward
 from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS
@@ -67,41 +66,31 @@ def _registered(original: str) -> str:
     return name
 
 
-def _row_attention(query: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, scaling: float | None):
-    """One row's attention, `query` [1, heads, q, dim] over its own `keys`/`values` [1, kv_heads, length, dim].
-
-    Grouped-query heads with one query position are folded into the query axis ([1, kv_heads, group, dim]), so
-    each KV head is read once by a plain SDPA call. The same product as ``enable_gqa=True``, which on CPU takes a
-    slow path: about 20x slower for one decode position over 600 keys (4.7 ms vs 0.24 ms per call, measured).
-    """
-    heads, kv_heads = query.shape[1], keys.shape[1]
-    if heads == kv_heads:
-        return F.scaled_dot_product_attention(query, keys, values, scale=scaling)
-    if query.shape[2] == 1:
-        folded = query.reshape(1, kv_heads, heads // kv_heads, query.shape[-1])
-        out = F.scaled_dot_product_attention(folded, keys, values, scale=scaling)
-        return out.reshape(1, heads, 1, values.shape[-1])
-    return F.scaled_dot_product_attention(query, keys, values, scale=scaling, enable_gqa=True)
-
-
 def decode_attention(step: DecodeBatch, layer: int, query: torch.Tensor, scaling: float | None) -> torch.Tensor:
     """One decode step's attention of `layer`: `query` [rows, heads, 1, dim] -> [rows, heads, 1, dim]."""
     rows, heads, positions, dim = query.shape
     if positions != 1:
         raise ValueError(f"decode attention takes one position per row, got {positions}")
-    tail_keys, tail_values = step.tails_of(layer)
-    kv_heads = tail_keys.shape[1]
+    kv_heads = step.keys[layer].shape[1]
     group = heads // kv_heads
     scale = dim**-0.5 if scaling is None else scaling
     folded = query.reshape(rows, kv_heads, group, dim)  # each KV head's query heads on its query axis
-    if step.identity:
-        queries = folded
-    else:  # a slot for every row of the call; rows that left the batch ride along with a zero query
-        queries = folded.new_zeros((tail_keys.shape[0], kv_heads, group, dim))
-        queries[step.slot_index] = folded
-    tail_out, tail_lse = attention_with_lse(queries, tail_keys, tail_values, step.mask(query.dtype), scale)
-    if not step.identity:
-        tail_out, tail_lse = tail_out[step.slot_index], tail_lse[step.slot_index]
+    if step.per_row:  # few rows left decoding: each over its own tail alone, no finished row's slot read
+        parts = [
+            attention_with_lse(folded[i : i + 1], *step.tail_of(layer, s), None, scale)
+            for i, s in enumerate(step.slots)
+        ]
+        tail_out, tail_lse = torch.cat([p[0] for p in parts]), torch.cat([p[1] for p in parts])
+    else:
+        tail_keys, tail_values = step.tails_of(layer)
+        if step.identity:
+            queries = folded
+        else:  # a slot for every row of the call; rows that left the batch ride along with a zero query
+            queries = folded.new_zeros((tail_keys.shape[0], kv_heads, group, dim))
+            queries[step.slot_index] = folded
+        tail_out, tail_lse = attention_with_lse(queries, tail_keys, tail_values, step.mask(query.dtype), scale)
+        if not step.identity:
+            tail_out, tail_lse = tail_out[step.slot_index], tail_lse[step.slot_index]
     if not step.groups:
         return tail_out.reshape(rows, heads, 1, dim)
     prefix_out = torch.zeros_like(tail_out)
