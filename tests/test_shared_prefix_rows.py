@@ -50,8 +50,9 @@ def test_a_groups_rows_hold_the_prompt_once(tiny):
     assert shared.nbytes == (len(prompt) - 1) * per_token
     tails = sum(r.nbytes for r in rows)
     assert backend.rows.nbytes == shared.nbytes + tails  # memory counts the prompt once, not once per row
-    # each row's own part is its short tail (what it decoded, capacity rounded up), not a copy of the prompt
-    assert tails == 4 * CAPACITY_STEP * per_token < 4 * shared.nbytes
+    # each row's own part is its slot of the call (the prompt's last token and what it could decode), not a copy
+    # of the prompt
+    assert tails == 4 * (1 + GREEDY.max_new_tokens) * per_token < 4 * shared.nbytes
 
 
 def test_the_shared_prefix_is_freed_when_the_last_row_lets_go(tiny):

@@ -116,6 +116,17 @@ class SharedPrefix:
             self.values[layer] = like_values.new_empty((1, like_values.shape[1], length, like_values.shape[-1]))
         return self.keys[layer], self.values[layer]
 
+    def compact(self) -> int:
+        """Tensors of its own where it holds views of a larger storage (a decode batch's, `kv_step`): what a prefix
+        kept after its rows let go must not pin the rest of that storage. Returns the bytes copied."""
+        copied = 0
+        for tensors in (self.keys, self.values):
+            for layer, t in enumerate(tensors):
+                if t is not None and t.untyped_storage().nbytes() > t.nbytes:
+                    tensors[layer] = t.clone()
+                    copied += t.nbytes
+        return copied
+
     def view(self, layer: int, length: int) -> tuple[torch.Tensor, torch.Tensor]:
         """The first `length` positions of one layer, in place."""
         return self.keys[layer][:, :, :length], self.values[layer][:, :, :length]
@@ -141,6 +152,7 @@ class PrefixStore:
         size = shared.nbytes
         if size == 0 or size > self.max_bytes or shared.ids in self._entries:
             return False
+        shared.compact()
         while self._entries and self.nbytes + size > self.max_bytes:
             _, old = self._entries.popitem(last=False)
             self.nbytes -= old.nbytes

@@ -59,6 +59,18 @@ def num_layers(model) -> int:
     return count
 
 
+def _compact(row: _Row) -> None:
+    """Tensors of the row's own where its tail (or its prefix, if it holds it alone) is a view of a larger storage
+    (a decode batch's slot, `kv_step`)."""
+    own = row.nbytes  # a storage larger than all the row's tensors is not one of its own blocks (`_allocate`)
+    for tensors in (row.keys, row.values):
+        for layer, t in enumerate(tensors):
+            if t is not None and t.untyped_storage().nbytes() > own:
+                tensors[layer] = t.clone()
+    if row.shared is not None and row.shared.refs == 1:
+        row.shared.compact()
+
+
 def _common(a: tuple[int, ...], b: tuple[int, ...]) -> int:
     """The length of the longest common prefix of `a` and `b`."""
     n = min(len(a), len(b))
@@ -221,7 +233,7 @@ class KVRows:
         return self.step.decode_cache(positions, slots, device)
 
     def end_decode(self) -> None:
-        """The call's tails back into their rows' own tensors (each sized to its tail), the batch freed."""
+        """The call over: each row keeps its slot of the call's storage as its tensors (`DecodeBatch.close`)."""
         step, self.step = self.step, None
         if step is not None:
             step.close(self)
@@ -339,6 +351,8 @@ class KVRows:
             kept.append(keep)
         taken = {id(r) for r in new_rows}
         extra_rows = [r for r in self.rows if not r.retired and id(r) not in taken]
+        for r in extra_rows:  # held, not in this call: their own copy, so the last call's storage can go
+            _compact(r)
         for r in self.rows:  # released rows: dropped; the last reference to a prefix hands it to the store
             if r.retired and id(r) not in taken:
                 if r.shared is not None and r.shared.refs == 1:

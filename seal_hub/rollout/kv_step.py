@@ -1,25 +1,32 @@
-"""One generate call's decode steps: the rows' tails in one padded tensor per layer, and each step's groups.
+"""One generate call's decode steps: the rows' tails in a few padded tensors per layer, and each step's groups.
 
 `KVRows` keeps a row as a reference to its task's shared prefix plus its own tail (`seal_hub.rollout.kv_rows`).
 A decode step wants few, big attention calls, so for the length of one generate call `DecodeBatch` moves the
-call's tails into one tensor per layer, ``[rows, kv_heads, capacity, head_dim]`` (capacity: the longest tail plus
-what the call may decode; each layer's copy made at the first step, the rows' own tail tensors freed as they are
-copied), and `close` moves them back, each sized to its own tail. Row i of the call keeps slot i while rows that
-finished leave the forward's batch (its tail stays where it is: nothing is copied when rows swap).
+call's tails into *buckets*: rows of similar length, each bucket one padded tensor per layer,
+``[rows, kv_heads, capacity, head_dim]`` (capacity: the bucket's longest tail plus what the call may decode). All
+buckets of a layer are views of one storage, so a step writes every row's new key and value with one indexed
+write per layer. Each layer's copy is made at the first step, the rows' own tail tensors let go as they are copied.
 
-Each step (`decode_cache`) writes every decoding row's new key and value into its slot with one indexed write
-per layer, and records for the attention (`seal_hub.rollout.rows_attention`): the tails' width this step and the
-mask of each slot's length (one tail call per layer over all slots, finished ones riding along, until at most
-half the slots still decode: then one call per row left, over its own tail), and the groups
-of batch rows that share a prefix view (one prefix call per group per layer, the prefix read in place once).
+`plan` cuts the rows into buckets: one bucket pads every row to the longest (the evaluation's 100 prompts of 200
+to 900 tokens: 1.9x the KV the rows need), one bucket per row runs one attention call per row. It minimises the
+padded positions plus `BUCKET_CALL` positions for each bucket (what one more attention call per layer costs,
+about what it reads), exactly, by dynamic programming over the rows sorted by length.
+
+Each step (`decode_cache`) records for the attention (`seal_hub.rollout.rows_attention`) one `Part` per bucket with
+rows still decoding: its width this step (its longest decoding row) and its mask (one call per layer over all its
+slots, finished ones riding along; once at most 1/`PER_ROW_SHARE` of its slots still decode, one call per row left,
+over its own tail), and the groups of batch rows that share a prefix view (one prefix call per group per layer,
+the prefix read in place once). A bucket whose rows have all finished is not read at all.
 
 A row that is the only holder of its task prefix (the evaluation's 100 tasks x 1 rollout) gains nothing from
 reading the prefix apart: its slot holds the whole row (the prefix moved in at the first step, its own tensors
-freed, and moved back by `close`), so a call of such rows runs ONE attention call per layer over all of them.
+let go), so such rows attend in one call per bucket and layer.
 
-The design choice: the tails of a call are short next to the prefixes they follow (a completion and an
-environment answer after a prompt of thousands of tokens), so one copy in and one out per call buys in-place
-batched reads at every step. Not covered: rows joining or leaving the call's slots mid-call (continuous
+`close` copies nothing: each row keeps its slot as its tensors (views of the call's storage: the tail, and for a
+whole row its prefix), with the room it did not decode as capacity for the environment's answer. A storage is
+freed when the last row using it lets go (the next call copies the rows it continues into its own buckets, and the
+prefix store compacts what it keeps, `SharedPrefix.compact`), so the call's peak is its buckets, not the buckets
+and a second copy of every row. Not covered: rows joining or leaving the call's slots mid-call (continuous
 batching), and sliding-window layers.
 """
 
@@ -31,13 +38,35 @@ from dataclasses import dataclass
 import torch
 from transformers.cache_utils import Cache, CacheLayerMixin
 
+from seal_hub.rollout.heap import give_back
+
 CAPACITY_STEP = 128  # a row's tail capacity grows in steps of this many positions (kv_rows)
-PER_ROW_SHARE = 2  # a step whose decoding rows are at most 1/PER_ROW_SHARE of the call's slots attends per row
+PER_ROW_SHARE = 2  # a bucket whose decoding rows are at most 1/PER_ROW_SHARE of its slots attends per row
+BUCKET_CALL = 256  # positions: what one more bucket (one more attention call per layer) is worth in padding
 
 
 def rounded(positions: int) -> int:
     """`positions` rounded up to a whole number of `CAPACITY_STEP`s: the tail capacity that holds them."""
     return -(-positions // CAPACITY_STEP) * CAPACITY_STEP
+
+
+def plan(needs: list[int], call: int = BUCKET_CALL) -> list[list[int]]:
+    """Slots 0..n-1 (slot s needs `needs[s]` positions) cut into buckets (each listed in slot order, the buckets
+    longest first) minimising the padded positions (a bucket's rows times its longest need) plus `call` per
+    bucket. Exact: a best cut takes runs of the slots sorted by need (dynamic programming, n^2 / 2 steps)."""
+    order = sorted(range(len(needs)), key=lambda s: -needs[s])
+    cost = [0] + [float("inf")] * len(order)  # cost[k]: the best cut of the k longest slots
+    cut = [0] * (len(order) + 1)
+    for k in range(1, len(order) + 1):
+        for i in range(k):  # the last bucket holds order[i:k], padded to order[i]'s need
+            value = cost[i] + (k - i) * needs[order[i]] + call
+            if value < cost[k]:
+                cost[k], cut[k] = value, i
+    buckets, k = [], len(order)
+    while k:
+        buckets.append(sorted(order[cut[k] : k]))
+        k = cut[k]
+    return buckets[::-1]
 
 
 @dataclass(frozen=True)
@@ -49,6 +78,30 @@ class PrefixGroup:
     start: int
     stop: int
     index: torch.Tensor | None  # the batch rows when they are not contiguous
+
+
+@dataclass
+class Bucket:
+    """Slots padded to one capacity: views ``[len(slots), kv_heads, capacity, dim]`` of the call's storage."""
+
+    slots: list[int]  # the call's slots, in order: slot slots[j] is the bucket's row j
+    capacity: int
+    offset: int  # positions of the storage before it (the buckets before it: rows x capacity each)
+
+
+@dataclass
+class Part:
+    """One bucket's attention in one step: its batch rows still decoding (`rows`, at bucket rows `local`)."""
+
+    bucket: int
+    rows: list[int]  # batch rows
+    local: list[int]  # their rows in the bucket
+    width: int  # tail positions the call reads per slot (the longest decoding row's)
+    per_row: bool  # one call per decoding row over its own tail
+    direct: bool  # batch rows rows[0]..rows[-1] are exactly the bucket's rows in order (no gather, no scatter)
+    row_index: torch.Tensor | None = None
+    local_index: torch.Tensor | None = None
+    lengths: torch.Tensor | None = None  # every bucket slot's length this step (the mask)
 
 
 class _DecodeCache(Cache):
@@ -84,29 +137,40 @@ class _DecodeLayer(CacheLayerMixin):
 
 
 class DecodeBatch:
-    """The call's tails, slot i for the call's row i, and the current step (see the module docstring)."""
+    """The call's tails in buckets (slot i for the call's row i), and the current step (module docstring)."""
 
-    def __init__(self, rows: list, room: list[int], num_layers: int) -> None:
+    def __init__(self, rows: list, room: list[int], num_layers: int, call: int = BUCKET_CALL) -> None:
         self.rows = list(rows)  # by slot: the `_Row`s of the call
         # a row alone on its prefix (100 tasks x 1 rollout) gains nothing from reading it apart: its slot holds
-        # the whole row, the prefix moved in (not copied: its tensors are freed until `close` moves it back)
+        # the whole row, the prefix moved in (its tensors let go until `close` hands the slot's view back)
         self.whole = [_alone(row) for row in self.rows]
         self.offsets = [0 if whole else row.shared_length for row, whole in zip(self.rows, self.whole, strict=True)]
         self.tails = [len(row.ids) - o for row, o in zip(self.rows, self.offsets, strict=True)]  # positions held
-        self.capacity = max(t + r + 1 for t, r in zip(self.tails, room, strict=True))
-        self.keys: list[torch.Tensor | None] = [None] * num_layers  # per layer [slots, kv_heads, capacity, dim]
+        needs = [t + r + 1 for t, r in zip(self.tails, room, strict=True)]
+        self.buckets: list[Bucket] = []
+        self.where: list[tuple[int, int]] = [(0, 0)] * len(self.rows)  # slot -> (bucket, its row in the bucket)
+        offset = 0
+        for slots in plan(needs, call):
+            capacity = max(needs[s] for s in slots)
+            for j, s in enumerate(slots):
+                self.where[s] = (len(self.buckets), j)
+            self.buckets.append(Bucket(slots, capacity, offset))
+            offset += len(slots) * capacity
+        self.size = offset  # positions in each layer's storage
+        self.keys: list[torch.Tensor | None] = [None] * num_layers  # per layer [kv_heads * size, dim]
         self.values: list[torch.Tensor | None] = [None] * num_layers
         self.write_seconds = 0.0
         self.active = False  # a step is under way (prefill forwards use the model's own attention)
         self.positions: list[int] = []
-        self.width = 0  # tail positions the step's attention reads per slot
+        self.parts: list[Part] = []
         self.groups: list[PrefixGroup] = []
-        self.identity = False  # batch row i is slot i for every slot (no scatter of queries needed)
-        self.per_row = False  # few rows still decode: each attends to its own tail alone (no padding, no mask)
+        self.identity = False  # one bucket, batch row i is slot i for every slot (no gather or scatter needed)
+        self.per_row = False  # every part attends row by row (few rows still decode)
         self.slots: list[int] = []  # the step's slot of each batch row
         self.read = 0  # KV positions this step's attention reads (each prefix view once, the tails padded)
-        self._slot_index = self._tail_index = self._lengths = None
-        self._masks: dict[torch.dtype, torch.Tensor] = {}
+        self._slot_place = None  # per batch row: its slot's first position in the storage, its tail, its capacity
+        self._write_index: torch.Tensor | None = None
+        self._masks: dict[tuple[int, torch.dtype], torch.Tensor] = {}
         self._cache = _DecodeCache([_DecodeLayer(self, i) for i in range(num_layers)])
 
     def decode_cache(self, positions: list[int], slots: list[int], device: torch.device) -> tuple[Cache, torch.Tensor]:
@@ -115,94 +179,149 @@ class DecodeBatch:
         rows = self.rows
         tail_positions = [p - self.offsets[s] for p, s in zip(positions, slots, strict=True)]
         for s, t in zip(slots, tail_positions, strict=True):
-            if t != self.tails[s] or t >= self.capacity:
-                raise RuntimeError(f"slot {s} writes tail position {t}, holds {self.tails[s]} of {self.capacity}")
+            capacity = self.buckets[self.where[s][0]].capacity
+            if t != self.tails[s] or t >= capacity:
+                raise RuntimeError(f"slot {s} writes tail position {t}, holds {self.tails[s]} of {capacity}")
             self.tails[s] = t + 1
         self.positions = list(positions)
         self.slots = list(slots)
-        self.width = max(self.tails[s] for s in slots)  # rows that left the batch do not widen the step
-        packed = torch.tensor([*slots, *tail_positions, *self.tails], device=device)
         count = len(slots)
-        self._slot_index, self._tail_index = packed[:count], packed[count : 2 * count]
-        self._lengths = packed[2 * count :]
+        members: dict[int, list[int]] = {}
+        for i, s in enumerate(slots):
+            members.setdefault(self.where[s][0], []).append(i)
+        # one packed copy to the device: where each row writes, then each padded part's rows and lengths
+        capacities = [self.buckets[self.where[s][0]].capacity for s in slots]
+        starts = [self.buckets[self.where[s][0]].offset + self.where[s][1] * c for s, c in zip(slots, capacities)]
+        packed = [*starts, *tail_positions, *capacities]
+        self.parts, spans = [], []
+        for b in sorted(members):
+            bucket, batch_rows = self.buckets[b], members[b]
+            local = [self.where[slots[i]][1] for i in batch_rows]
+            width = max(self.tails[slots[i]] for i in batch_rows)  # rows that finished do not widen the step
+            # at most 1/PER_ROW_SHARE of its slots still decoding (or a bucket of one): one call per row over its
+            # own tail beats the padded call (benchmarks/decode_attention.py: the crossing lies above half)
+            per_row = PER_ROW_SHARE * len(batch_rows) <= len(bucket.slots) or len(bucket.slots) == 1
+            direct = local == list(range(len(bucket.slots))) and batch_rows == list(
+                range(batch_rows[0], batch_rows[0] + len(batch_rows))
+            )
+            part = Part(b, batch_rows, local, width, per_row, direct)
+            if not per_row:
+                spans.append((part, len(packed)))
+                packed += [*batch_rows, *local, *(self.tails[s] for s in bucket.slots)]
+            self.parts.append(part)
+        on_device = torch.tensor(packed, device=device)
+        self._slot_place = (on_device[:count], on_device[count : 2 * count], on_device[2 * count : 3 * count])
+        for part, at in spans:
+            n, m = len(part.rows), len(self.buckets[part.bucket].slots)
+            part.row_index, part.local_index = on_device[at : at + n], on_device[at + n : at + 2 * n]
+            part.lengths = on_device[at + 2 * n : at + 2 * n + m]
+        self._write_index = None
         self._masks = {}
-        self.identity = count == len(rows) and slots == list(range(count))
-        # half the slots or fewer still decoding: one call per row over its own tail beats the padded call over
-        # every slot (benchmarks/decode_attention.py: the crossing lies between half and all of the slots)
-        self.per_row = PER_ROW_SHARE * count <= len(rows)
+        self.identity = len(self.buckets) == 1 and count == len(rows) and slots == list(range(count))
+        self.per_row = all(p.per_row for p in self.parts)
         self.groups = _groups(
             [(None, 0) if self.whole[s] else (rows[s].shared, rows[s].shared_length) for s in slots], device
         )
-        tails = sum(self.tails[s] for s in slots) if self.per_row else len(rows) * self.width
+        tails = sum(
+            sum(self.tails[slots[i]] for i in p.rows) if p.per_row else len(self.buckets[p.bucket].slots) * p.width
+            for p in self.parts
+        )
         self.read = sum(g.length for g in self.groups) + tails
         self.active = True
         return self._cache, torch.ones((count, 1, 1, 1), dtype=torch.bool, device=device)
 
     def write(self, layer: int, key_states: torch.Tensor, value_states: torch.Tensor) -> None:
-        """This step's keys and values ([batch, kv_heads, 1, dim]) into their slots, the layer's batch made first."""
+        """This step's keys and values ([batch, kv_heads, 1, dim]) into their slots, the layer's storage made
+        first: one indexed write per layer for all buckets."""
         if self.keys[layer] is None:
             self._gather(layer, key_states, value_states)
-        self.keys[layer][self._slot_index, :, self._tail_index] = key_states[:, :, 0]
-        self.values[layer][self._slot_index, :, self._tail_index] = value_states[:, :, 0]
+        if self._write_index is None:  # the storage's row (of `dim` values) of each (batch row, head)
+            kv_heads = key_states.shape[1]
+            starts, tails, capacities = self._slot_place
+            heads = torch.arange(kv_heads, device=starts.device)
+            self._write_index = ((kv_heads * starts + tails)[:, None] + heads[None, :] * capacities[:, None]).reshape(-1)
+        self.keys[layer].index_copy_(0, self._write_index, key_states[:, :, 0].reshape(-1, key_states.shape[-1]))
+        self.values[layer].index_copy_(0, self._write_index, value_states[:, :, 0].reshape(-1, value_states.shape[-1]))
+
+    def bucket_view(self, layer: int, b: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """Bucket `b` of `layer`, in place: [rows, kv_heads, capacity, dim] keys and values."""
+        bucket = self.buckets[b]
+        keys, values = self.keys[layer], self.values[layer]
+        kv_heads = keys.shape[0] // self.size
+        first, stop = kv_heads * bucket.offset, kv_heads * (bucket.offset + len(bucket.slots) * bucket.capacity)
+        shape = (len(bucket.slots), kv_heads, bucket.capacity)
+        return keys[first:stop].view(*shape, keys.shape[-1]), values[first:stop].view(*shape, values.shape[-1])
 
     def _gather(self, layer: int, like_keys: torch.Tensor, like_values: torch.Tensor) -> None:
-        """The layer's tails into one zeroed tensor (padding must be finite: it is masked, then multiplied by 0)."""
-        slots = len(self.rows)
-        keys = like_keys.new_zeros((slots, like_keys.shape[1], self.capacity, like_keys.shape[-1]))
-        values = like_values.new_zeros((slots, like_values.shape[1], self.capacity, like_values.shape[-1]))
-        for slot, row in enumerate(self.rows):
-            start, held = (row.shared_length if self.whole[slot] else 0), row.tail_length
-            if start:
-                shared = row.shared
-                keys[slot, :, :start] = shared.keys[layer][0]
-                values[slot, :, :start] = shared.values[layer][0]
-                shared.keys[layer] = shared.values[layer] = None  # moved: back at `close`
-            if held and row.keys and row.keys[layer] is not None:
-                keys[slot, :, start : start + held] = row.keys[layer][0, :, :held]
-                values[slot, :, start : start + held] = row.values[layer][0, :, :held]
-            if row.keys:
-                row.keys[layer] = row.values[layer] = None  # the row's own copy goes (its block with its last layer)
-        self.keys[layer], self.values[layer] = keys, values
+        """The layer's rows into one zeroed storage (padding must be finite: it is masked, then multiplied by 0)."""
+        kv_heads = like_keys.shape[1]
+        if like_values.shape[1] != kv_heads:
+            raise ValueError("the decode batch needs as many value heads as key heads")
+        self.keys[layer] = like_keys.new_zeros((kv_heads * self.size, like_keys.shape[-1]))
+        self.values[layer] = like_values.new_zeros((kv_heads * self.size, like_values.shape[-1]))
+        for b, bucket in enumerate(self.buckets):
+            keys, values = self.bucket_view(layer, b)
+            for j, slot in enumerate(bucket.slots):
+                row = self.rows[slot]
+                start, held = (row.shared_length if self.whole[slot] else 0), row.tail_length
+                if start:
+                    shared = row.shared
+                    keys[j, :, :start] = shared.keys[layer][0]
+                    values[j, :, :start] = shared.values[layer][0]
+                    shared.keys[layer] = shared.values[layer] = None  # moved: its view comes back at `close`
+                if held and row.keys and row.keys[layer] is not None:
+                    keys[j, :, start : start + held] = row.keys[layer][0, :, :held]
+                    values[j, :, start : start + held] = row.values[layer][0, :, :held]
+                if row.keys:
+                    row.keys[layer] = row.values[layer] = None  # let go (its block goes with its last layer)
+        if like_keys.device.type == "cpu":  # what the rows let go back to the system before the next layer's copy
+            give_back()
+
+    @property
+    def kv_heads(self) -> int:
+        return self.keys[0].shape[0] // self.size
 
     def tail_of(self, layer: int, slot: int) -> tuple[torch.Tensor, torch.Tensor]:
         """One slot's tail of `layer` over the positions it holds this step, in place: [1, kv_heads, held, dim]."""
+        b, j = self.where[slot]
+        keys, values = self.bucket_view(layer, b)
         held = self.tails[slot]
-        return self.keys[layer][slot : slot + 1, :, :held], self.values[layer][slot : slot + 1, :, :held]
+        return keys[j : j + 1, :, :held], values[j : j + 1, :, :held]
 
-    def tails_of(self, layer: int) -> tuple[torch.Tensor, torch.Tensor]:
-        """Every slot's tail of `layer` over this step's width, in place: [slots, kv_heads, width, dim]."""
-        return self.keys[layer][:, :, : self.width], self.values[layer][:, :, : self.width]
+    def tails_of(self, layer: int, part: Part) -> tuple[torch.Tensor, torch.Tensor]:
+        """A part's bucket of `layer` over this step's width, in place: [slots, kv_heads, width, dim]."""
+        keys, values = self.bucket_view(layer, part.bucket)
+        return keys[:, :, : part.width], values[:, :, : part.width]
 
-    def mask(self, dtype: torch.dtype) -> torch.Tensor:
-        """[slots, 1, 1, width]: 0 where a slot holds a position, -inf past its length."""
-        mask = self._masks.get(dtype)
+    def mask(self, part: Part, dtype: torch.dtype) -> torch.Tensor:
+        """[slots, 1, 1, width] for a part's bucket: 0 where a slot holds a position, -inf past its length."""
+        key = (part.bucket, dtype)
+        mask = self._masks.get(key)
         if mask is None:
-            held = torch.arange(self.width, device=self._lengths.device) < self._lengths[:, None]
+            held = torch.arange(part.width, device=part.lengths.device) < part.lengths[:, None]
             mask = torch.zeros(held.shape, dtype=dtype, device=held.device).masked_fill_(~held, float("-inf"))
-            mask = self._masks[dtype] = mask[:, None, None, :]
+            mask = self._masks[key] = mask[:, None, None, :]
         return mask
 
-    @property
-    def slot_index(self) -> torch.Tensor:
-        return self._slot_index
-
     def close(self, kv_rows) -> None:
-        """Each row's tail back into tensors of its own (sized to its tail, `kv_rows.tensors`); the batch freed.
-        A row holds the positions its `ids` cover (set by the caller before closing)."""
+        """Each row keeps its slot as its tensors (views of the call's storage: nothing copied, see the module
+        docstring), the room it did not use as capacity. A row holds the positions its `ids` cover (set by the
+        caller before closing)."""
         self.active = False
         if any(k is None for k in self.keys):  # no step completed a forward: the rows still hold their tails
             return
-
-        for slot, row in enumerate(self.rows):
-            start, held = (row.shared_length if self.whole[slot] else 0), row.tail_length
-            row.keys, row.values, row.capacity = [], [], rounded(max(held, 1))
-            for layer in range(len(self.keys)):
-                if start:  # the prefix moved back into tensors of its own length
-                    row.shared.keys[layer] = self.keys[layer][slot : slot + 1, :, :start].clone()
-                    row.shared.values[layer] = self.values[layer][slot : slot + 1, :, :start].clone()
-                keys, values = kv_rows.tensors(row, layer, self.keys[layer], self.values[layer])
-                keys[0, :, :held] = self.keys[layer][slot, :, start : start + held]
-                values[0, :, :held] = self.values[layer][slot, :, start : start + held]
+        layers = len(self.keys)
+        for b, bucket in enumerate(self.buckets):
+            views = [self.bucket_view(layer, b) for layer in range(layers)]
+            for j, slot in enumerate(bucket.slots):
+                row = self.rows[slot]
+                start = row.shared_length if self.whole[slot] else 0
+                row.capacity = bucket.capacity - start
+                row.keys = [keys[j : j + 1, :, start:] for keys, _ in views]
+                row.values = [values[j : j + 1, :, start:] for _, values in views]
+                if start:  # the prefix: the slot's first positions, read in place from now on
+                    row.shared.keys = [keys[j : j + 1, :, :start] for keys, _ in views]
+                    row.shared.values = [values[j : j + 1, :, :start] for _, values in views]
         self.keys = [None] * len(self.keys)
         self.values = [None] * len(self.values)
 

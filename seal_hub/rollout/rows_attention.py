@@ -38,7 +38,7 @@ from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS, AttentionInterf
 
 from seal_hub.rollout.kv_prefill import PackedPrefill
 from seal_hub.rollout.kv_rows import KVRows
-from seal_hub.rollout.kv_step import DecodeBatch
+from seal_hub.rollout.kv_step import DecodeBatch, Part
 from seal_hub.rollout.shared_attention import attention_with_lse, merge
 
 NAME = "seal_kv_rows"
@@ -71,26 +71,18 @@ def decode_attention(step: DecodeBatch, layer: int, query: torch.Tensor, scaling
     rows, heads, positions, dim = query.shape
     if positions != 1:
         raise ValueError(f"decode attention takes one position per row, got {positions}")
-    kv_heads = step.keys[layer].shape[1]
+    kv_heads = step.kv_heads
     group = heads // kv_heads
     scale = dim**-0.5 if scaling is None else scaling
     folded = query.reshape(rows, kv_heads, group, dim)  # each KV head's query heads on its query axis
-    if step.per_row:  # few rows left decoding: each over its own tail alone, no finished row's slot read
-        parts = [
-            attention_with_lse(folded[i : i + 1], *step.tail_of(layer, s), None, scale)
-            for i, s in enumerate(step.slots)
-        ]
-        tail_out, tail_lse = torch.cat([p[0] for p in parts]), torch.cat([p[1] for p in parts])
+    if step.identity and not step.per_row:  # one bucket, every slot decoding in order: no gather, no scatter
+        part = step.parts[0]
+        tail_out, tail_lse = attention_with_lse(folded, *step.tails_of(layer, part), step.mask(part, query.dtype), scale)
     else:
-        tail_keys, tail_values = step.tails_of(layer)
-        if step.identity:
-            queries = folded
-        else:  # a slot for every row of the call; rows that left the batch ride along with a zero query
-            queries = folded.new_zeros((tail_keys.shape[0], kv_heads, group, dim))
-            queries[step.slot_index] = folded
-        tail_out, tail_lse = attention_with_lse(queries, tail_keys, tail_values, step.mask(query.dtype), scale)
-        if not step.identity:
-            tail_out, tail_lse = tail_out[step.slot_index], tail_lse[step.slot_index]
+        tail_out = folded.new_empty(folded.shape)
+        tail_lse = torch.empty((rows, kv_heads, group), dtype=torch.float32, device=query.device)
+        for part in step.parts:
+            _bucket_attention(step, layer, part, folded, scale, tail_out, tail_lse)
     if not step.groups:
         return tail_out.reshape(rows, heads, 1, dim)
     prefix_out = torch.zeros_like(tail_out)
@@ -109,6 +101,34 @@ def decode_attention(step: DecodeBatch, layer: int, query: torch.Tensor, scaling
         else:
             prefix_out[g.index], prefix_lse[g.index] = out, lse
     return merge(prefix_out, prefix_lse, tail_out, tail_lse).reshape(rows, heads, 1, dim)
+
+
+def _bucket_attention(
+    step: DecodeBatch,
+    layer: int,
+    part: Part,
+    folded: torch.Tensor,
+    scale: float,
+    out: torch.Tensor,
+    lse: torch.Tensor,
+) -> None:
+    """One bucket's tail attention into its batch rows of `out` [rows, kv_heads, group, dim] and `lse`."""
+    if part.per_row:  # few of its rows left decoding: each over its own tail alone, no finished row's slot read
+        for i in part.rows:
+            out[i : i + 1], lse[i : i + 1] = attention_with_lse(
+                folded[i : i + 1], *step.tail_of(layer, step.slots[i]), None, scale
+            )
+        return
+    keys, values = step.tails_of(layer, part)
+    mask = step.mask(part, folded.dtype)
+    if part.direct:  # its batch rows are its slots in order
+        first, stop = part.rows[0], part.rows[-1] + 1
+        out[first:stop], lse[first:stop] = attention_with_lse(folded[first:stop], keys, values, mask, scale)
+        return
+    queries = folded.new_zeros((keys.shape[0], *folded.shape[1:]))  # slots whose rows left ride along, query 0
+    queries[part.local_index] = folded[part.row_index]
+    bucket_out, bucket_lse = attention_with_lse(queries, keys, values, mask, scale)
+    out[part.row_index], lse[part.row_index] = bucket_out[part.local_index], bucket_lse[part.local_index]
 
 
 def prefill_attention(packed: PackedPrefill, query: torch.Tensor, scaling: float | None) -> torch.Tensor:
