@@ -32,8 +32,8 @@ SMOKE = {
         rf"evaluation time, bf16 / fp32: {NUMBER}x",
     ),
     "decode_attention.py": (
-        ["--slots", "4", "--layers", "2", "--min-length", "8", "--max-length", "16", "--repeats", "1"],
-        rf"decode attention with half the rows left, padded / per row: {NUMBER}x",
+        ["--rows", "6", "--layers", "2", "--min-length", "8", "--max-length", "300", "--repeats", "1", "--room", "8"],
+        rf"decode attention, one padded call / buckets: {NUMBER}x",
     ),
     "demo_step.py": (["--smoke", "--steps", "2"], rf"loss forward\+backward, shared prompt / TRL: {NUMBER}x"),
     "env_throughput.py": (["--tasks", "4", "--passes", "1"], rf"env speedup vs bfcl-eval: {NUMBER}x"),

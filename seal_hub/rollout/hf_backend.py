@@ -17,13 +17,14 @@ on CPU and CUDA:
 - a new task prefix that agrees with another task's filled prefix on its first tokens (BFCL tasks of one tool
   class share the system prompt and tool schemas) borrows those positions' KV, copied in, and prefills only the
   rest (`SharedPrefix.borrow`; the prefill runs lenders before borrowers);
-- a generate call's decode loop holds the rows' tails in one padded tensor per layer (`seal_hub.rollout.kv_step`,
-  copied in once and back once per call), and each decode step's attention (`seal_hub.rollout.rows_attention`)
-  runs, per layer, one call over all the tails and one per group of rows sharing a prefix (the prefix's keys read
-  once a step for the group, in place), merged by their log-sum-exp: a group of 8 reads its prompt once a step,
-  not 8 times, and 32 rows of 4 tasks make 5 attention calls a layer, not 32;
+- a generate call's decode loop holds the rows' tails in buckets of similar length, one padded tensor per bucket
+  and layer, all views of one storage per layer (`seal_hub.rollout.kv_step`: copied in once per call, handed back
+  to the rows as views), and each decode step's attention (`seal_hub.rollout.rows_attention`) runs, per layer, one
+  call per bucket and one per group of rows sharing a prefix (the prefix's keys read once a step for the group, in
+  place), merged by their log-sum-exp: a group of 8 reads its prompt once a step, not 8 times, and 32 rows of 4
+  tasks make 5 attention calls a layer, not 32;
 - a row that finishes early in the decode loop is swapped behind the live rows (no copy: it keeps its slot);
-  once half the slots or fewer still decode, each row left attends alone over its own tail;
+  once half a bucket's slots or fewer still decode, each of its rows left attends alone over its own tail;
 - on CPU, every call starts by giving the C heap's free pages back to the system (`seal_hub.rollout.heap`).
 
 Sampling goes through transformers' own logits warpers in `model.generate`'s order (`sampling.py`), so it draws

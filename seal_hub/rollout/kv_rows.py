@@ -18,8 +18,10 @@ p when p < the shared length, else its tail's p - shared length.
 The model gets `transformers` caches that write in place: `prefill_cache(pieces)` is one packed prefill
 forward of several rows' new positions (`seal_hub.rollout.kv_prefill`: into a shared prefix while its first
 row fills it, else into the row's tail); a generate call's decode steps go through
-`seal_hub.rollout.kv_step` (`begin_decode`/`decode_cache`/`end_decode`): the call's tails in one padded tensor
-per layer, read in place with each group's prefix by `seal_hub.rollout.rows_attention`.
+`seal_hub.rollout.kv_step` (`begin_decode`/`decode_cache`/`end_decode`): the call's tails in buckets of padded
+tensors per layer, read in place with each group's prefix by `seal_hub.rollout.rows_attention`, and afterwards
+each row's tensors are views of its slot there (a row held but not in a call gets its own copy at the next layout,
+so it does not pin a finished call's storage).
 
 A new prefix that agrees with a filled one (another task's, live or in the store) on at least `MIN_BORROW`
 leading tokens borrows those positions: they are copied in once the lender is filled, and only the rest is

@@ -1,14 +1,15 @@
 """Decode attention over a shared task prefix and each row's own tail: a few big calls per layer, not one per row.
 
 `KVRows` holds a row as a reference to its task's shared prefix plus its own tail (`seal_hub.rollout.kv_rows`),
-and a generate call's tails sit in one padded tensor per layer (`seal_hub.rollout.kv_step`). While `HFBackend`
+and a generate call's tails sit in buckets of similar length, one padded tensor per bucket and layer
+(`seal_hub.rollout.kv_step`). While `HFBackend`
 generates, `rows_attention(model)` points the model's attention layers at a `transformers` attention function
 (registered under ``seal_kv_rows:<original>``) that:
 
 - in a decode step (the `KVRows` passed as the ``kv_rows`` forward argument has a step under way) runs, per layer,
-  ONE call over every slot's tail (the tails read in place, each masked past its own length; once half the call's
+  ONE call per bucket over its slots' tails (read in place, each masked past its own length; once half a bucket's
   rows or more have ended their turn, one call per row left over its own tail instead: the padded call would go on
-  reading the finished rows' slots) and ONE call per group of rows sharing a prefix view (all the group's rows'
+  reading the finished rows' slots; a bucket whose rows have all ended is not read) and ONE call per group of rows sharing a prefix view (all the group's rows'
   query heads folded onto the query axis of each KV head: the prefix's keys are read once a step for the whole
   group, in place), then merges the two partial results by their log-sum-exp (`shared_attention.merge`), which is
   the softmax over the row's whole sequence up to rounding. On CPU both calls are PyTorch's fused flash kernel,
