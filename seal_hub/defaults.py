@@ -11,4 +11,4 @@ live with its episodes, `seal_hub.envs.episode`), or the numbers of one recipe (
 
 EVAL_MAX_NEW_TOKENS = 512  # tokens per model step when scoring: `seal-hub eval`, held-out evaluations, the experiment
 MAX_CONTEXT_TOKENS = 8192  # the longest token sequence of one episode (the paper's prompt limit)
-MAX_LIVE_EPISODES = 16  # episodes generated together in one batch (no effect on scores)
+MAX_LIVE_EPISODES = 16  # episodes generated together in one batch (which rows batch together changes rounding)

@@ -128,3 +128,28 @@ def test_publish_to_the_hub_double(models, tmp_path, capsys, monkeypatch):
         files = double.files_at("model", "alice/run2-adapter", adapter_tag)
         assert TOKEN.encode() not in files["README.md"]
         assert HubRegistry().resolve(Ref("alice/run2-eval", "dataset", records_tag))
+
+
+def test_an_adapter_on_a_cpu_generates_merged_as_training_does(models, tmp_path, capsys, monkeypatch):
+    from contextlib import contextmanager
+
+    from seal_hub.models import generation_dtype as gd
+
+    monkeypatch.setenv("SEAL_HUB_REGISTRY", str(tmp_path / "registry"))
+    publish_policy("alice/run1-adapter", 0, models["adapters"][0], registry=LocalRegistry())
+    merged = []
+    real = gd.merged_lora
+
+    @contextmanager
+    def recording(model, enabled=True):
+        with real(model, enabled) as count:
+            merged.append(count)
+            yield count
+
+    monkeypatch.setattr(gd, "merged_lora", recording)
+    argv = ["eval", "--model", str(models["base"]), "--adapter", "local://alice/run1-adapter@iter-0", "--limit", "1"]
+    argv += ["--max_new_tokens", "4", "--no_progress"]
+    assert main([*argv, "--output_dir", str(tmp_path / "merged")]) == 0
+    assert main([*argv, "--output_dir", str(tmp_path / "plain"), "--merge_lora_for_generation", "false"]) == 0
+    capsys.readouterr()
+    assert merged[0] > 0 and merged[1] == 0  # every LoRA layer merged by default on a CPU; none when told not to

@@ -514,6 +514,10 @@ def test_the_comparisons_reproduce_line_names_the_environment_and_its_split_so_e
     args = build_parser().parse_args(["eval", "--model", "tiny", *shlex.split(flags)])
     again = resolve_suite(**from_namespace(EnvironmentArguments, args).environment_options())
     assert again.split_ids(args.split)[: args.limit] == tuple(task.id for task in test)
+    assert "--max_live_episodes" not in flags  # the default batch: nothing to say
+    batched = HeldOutPlan(suite, tuple(test), EvalProtocol(max_new_tokens=8, max_live_episodes=5), "default")
+    args = build_parser().parse_args(["eval", "--model", "tiny", *shlex.split(batched.eval_flags())])
+    assert args.max_live_episodes == 5  # rows batched as the run batched them: the same rounding
 
 
 def test_rollout_and_diagnose_take_the_environment_and_dataset(tiny_dir, tmp_path, capsys):

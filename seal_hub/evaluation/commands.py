@@ -38,6 +38,13 @@ class EvalArguments(TaskArguments, EnvironmentArguments):
             "choices": ["auto", "float32", "bfloat16"],
         },
     )
+    merge_lora_for_generation: bool | None = field(
+        default=None,
+        metadata={
+            "help": "generate with an --adapter's LoRA merged into a copy of the adapted weights, as training's "
+            "rollouts and held-out evaluations do (seal_hub.models.merged); unset: on for a CPU model, off on a GPU"
+        },
+    )
     parser_style: str | None = field(default=None, metadata=PARSER_STYLE_HELP)
     publish: str | None = field(
         default=None,
@@ -146,7 +153,10 @@ def _eval(args: EvalArguments) -> int:
         policy_id = adapter["repo"] if adapter else model_record["id"]
         info = PolicyInfo(policy_id, adapter["commit"] if adapter else model_record["revision"])
         backend = build_hf_backend(model, tokenizer)
-        with GenerationWeights(dtype=args.generation_dtype).applied(model) as dtype:
+        merge = args.merge_lora_for_generation
+        if merge is None:
+            merge = next(model.parameters()).device.type == "cpu"
+        with GenerationWeights(merge, args.generation_dtype).applied(model) as dtype:
             record = spec(with_generation_dtype(model_record, dtype))
             result = evaluate_policy(
                 backend, tokenizer, info, suite, tasks, protocol, interface, record, args.output_dir, progress

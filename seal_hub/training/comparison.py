@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from seal_hub.defaults import MAX_LIVE_EPISODES
 from seal_hub.envs.suite import Suite, SuiteTask
 from seal_hub.evaluation import EvalProtocol, EvalSpec, evaluate_policy, interface_record
 from seal_hub.evaluation.harness import EvalResult
@@ -64,6 +65,8 @@ class HeldOutPlan:
         if self.categories:
             flags.append(f"--categories {','.join(self.categories)}")
         flags.append(f"--max_new_tokens {self.protocol.max_new_tokens}")
+        if self.protocol.max_live_episodes != MAX_LIVE_EPISODES:  # which rows share a batch changes the rounding
+            flags.append(f"--max_live_episodes {self.protocol.max_live_episodes}")
         return " ".join(flags)
 
 
@@ -232,6 +235,8 @@ class HeldOutComparison:
             dtype = self.weights.resolve(trainer.model)
             if dtype is not None:  # the same numerics on a machine whose `auto` would pick another dtype
                 reproduce += f" --generation_dtype {str(dtype).removeprefix('torch.')}"
+            if self.weights.merge_lora != (next(trainer.model.parameters()).device.type == "cpu"):
+                reproduce += f" --merge_lora_for_generation {str(self.weights.merge_lora).lower()}"  # not eval's default
             repo = f"{trainer.publish.run}-eval"
         final = stage_dir(output_dir, "final")
         model, weights = trainer.model, self.weights
