@@ -3,10 +3,9 @@ boundary; several rows' answers in one forward stay exact."""
 
 from __future__ import annotations
 
-import random
-
 import pytest
 from baselines import SequentialBackend
+from helpers.tiny_rows import tiny_causal_lm, tokens
 
 from seal_hub.rollout.backend import GenerationRequest, SamplingConfig
 from seal_hub.rollout.hf_backend import HFBackend
@@ -30,16 +29,7 @@ def test_pieces_fill_each_forward_and_never_straddle_a_prefix_boundary():
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
-    from transformers import AutoModelForCausalLM
-
-    from seal_hub.models.tiny import build_tiny_model
-
-    return AutoModelForCausalLM.from_pretrained(build_tiny_model(tmp_path_factory.mktemp("tiny")))
-
-
-def tokens(seed: int, n: int) -> tuple[int, ...]:
-    rng = random.Random(seed)
-    return tuple(rng.randrange(10, 4000) for _ in range(n))
+    return tiny_causal_lm(tmp_path_factory.mktemp("tiny"))
 
 
 def test_the_next_steps_answers_of_several_rows_share_one_forward_exactly(tiny):

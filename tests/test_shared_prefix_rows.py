@@ -3,10 +3,9 @@ that diverges, dropped whole by a call cut short; outputs stay the reference's t
 
 from __future__ import annotations
 
-import random
-
 import pytest
 from baselines import SequentialBackend
+from helpers.tiny_rows import tiny_causal_lm, tokens
 
 from seal_hub.rollout.backend import GenerationRequest, SamplingConfig
 from seal_hub.rollout.hf_backend import HFBackend
@@ -16,16 +15,7 @@ GREEDY = SamplingConfig(temperature=0, max_new_tokens=6)
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
-    from transformers import AutoModelForCausalLM
-
-    from seal_hub.models.tiny import build_tiny_model
-
-    return AutoModelForCausalLM.from_pretrained(build_tiny_model(tmp_path_factory.mktemp("tiny")))
-
-
-def tokens(seed: int, n: int) -> tuple[int, ...]:
-    rng = random.Random(seed)
-    return tuple(rng.randrange(10, 4000) for _ in range(n))
+    return tiny_causal_lm(tmp_path_factory.mktemp("tiny"))
 
 
 def assert_same(model, requests, fast, sampling=GREEDY, eos=(1,)):
