@@ -86,7 +86,8 @@ def main() -> None:
     needed = sum(length + args.room + 1 for length in lengths)  # a slot also holds the last input's position
     print(
         f"{n} whole rows of {min(lengths)}-{max(lengths)} positions (+{args.room} room), {layers} layers, "
-        f"{args.heads} heads on {kv_heads} KV heads of {dim}, {args.dtype}, {device}, {torch.get_num_threads()} threads"
+        f"{args.heads} heads on {kv_heads} KV heads of {dim}, {args.dtype}, {device}, "
+        f"{torch.get_num_threads()} threads"
     )
     batches = {name: batch(call) for name, call in PLANS.items()}
     for name, decode in batches.items():
@@ -104,7 +105,9 @@ def main() -> None:
         for name, out in outputs.items():
             difference = (out.float() - reference).abs().max().item()
             if difference > tolerance:
-                raise SystemExit(f"{name} differs from the padded call by {difference}: the timing would be meaningless")
+                raise SystemExit(
+                    f"{name} differs from the padded call by {difference}: the timing would be meaningless"
+                )
         times = {}
         for name, decode in batches.items():
             best = float("inf")

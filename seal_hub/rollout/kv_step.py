@@ -191,7 +191,10 @@ class DecodeBatch:
             members.setdefault(self.where[s][0], []).append(i)
         # one packed copy to the device: where each row writes, then each padded part's rows and lengths
         capacities = [self.buckets[self.where[s][0]].capacity for s in slots]
-        starts = [self.buckets[self.where[s][0]].offset + self.where[s][1] * c for s, c in zip(slots, capacities)]
+        starts = [
+            self.buckets[self.where[s][0]].offset + self.where[s][1] * c
+            for s, c in zip(slots, capacities, strict=True)
+        ]
         packed = [*starts, *tail_positions, *capacities]
         self.parts, spans = [], []
         for b in sorted(members):
@@ -239,7 +242,8 @@ class DecodeBatch:
             kv_heads = key_states.shape[1]
             starts, tails, capacities = self._slot_place
             heads = torch.arange(kv_heads, device=starts.device)
-            self._write_index = ((kv_heads * starts + tails)[:, None] + heads[None, :] * capacities[:, None]).reshape(-1)
+            index = (kv_heads * starts + tails)[:, None] + heads[None, :] * capacities[:, None]
+            self._write_index = index.reshape(-1)
         self.keys[layer].index_copy_(0, self._write_index, key_states[:, :, 0].reshape(-1, key_states.shape[-1]))
         self.values[layer].index_copy_(0, self._write_index, value_states[:, :, 0].reshape(-1, value_states.shape[-1]))
 

@@ -9,12 +9,12 @@ generates, `rows_attention(model)` points the model's attention layers at a `tra
 - in a decode step (the `KVRows` passed as the ``kv_rows`` forward argument has a step under way) runs, per layer,
   ONE call per bucket over its slots' tails (read in place, each masked past its own length; once half a bucket's
   rows or more have ended their turn, one call per row left over its own tail instead: the padded call would go on
-  reading the finished rows' slots; a bucket whose rows have all ended is not read) and ONE call per group of rows sharing a prefix view (all the group's rows'
-  query heads folded onto the query axis of each KV head: the prefix's keys are read once a step for the whole
-  group, in place), then merges the two partial results by their log-sum-exp (`shared_attention.merge`), which is
-  the softmax over the row's whole sequence up to rounding. On CPU both calls are PyTorch's fused flash kernel,
-  which returns the log-sum-exp with the output (`shared_attention.attention_with_lse`); elsewhere the plain
-  product;
+  reading the finished rows' slots; a bucket whose rows have all ended is not read) and ONE call per group of rows
+  sharing a prefix view (all the group's rows' query heads folded onto the query axis of each KV head: the
+  prefix's keys are read once a step for the whole group, in place), then merges the two partial results by their
+  log-sum-exp (`shared_attention.merge`), which is the softmax over the row's whole sequence up to rounding. On
+  CPU both calls are PyTorch's fused flash kernel, which returns the log-sum-exp with the output
+  (`shared_attention.attention_with_lse`); elsewhere the plain product;
 - in a packed prefill forward (``kv_rows.packed``, `seal_hub.rollout.kv_prefill`) runs, per piece (one row's
   new tokens), its queries over that row's shared prefix (causal inside it) and its tail (causal), in place,
   merged the same way (`prefill_attention`);
@@ -78,7 +78,9 @@ def decode_attention(step: DecodeBatch, layer: int, query: torch.Tensor, scaling
     folded = query.reshape(rows, kv_heads, group, dim)  # each KV head's query heads on its query axis
     if step.identity and not step.per_row:  # one bucket, every slot decoding in order: no gather, no scatter
         part = step.parts[0]
-        tail_out, tail_lse = attention_with_lse(folded, *step.tails_of(layer, part), step.mask(part, query.dtype), scale)
+        tail_out, tail_lse = attention_with_lse(
+            folded, *step.tails_of(layer, part), step.mask(part, query.dtype), scale
+        )
     else:
         tail_out = folded.new_empty(folded.shape)
         tail_lse = torch.empty((rows, kv_heads, group), dtype=torch.float32, device=query.device)

@@ -235,8 +235,9 @@ class HeldOutComparison:
             dtype = self.weights.resolve(trainer.model)
             if dtype is not None:  # the same numerics on a machine whose `auto` would pick another dtype
                 reproduce += f" --generation_dtype {str(dtype).removeprefix('torch.')}"
-            if self.weights.merge_lora != (next(trainer.model.parameters()).device.type == "cpu"):
-                reproduce += f" --merge_lora_for_generation {str(self.weights.merge_lora).lower()}"  # not eval's default
+            merge = self.weights.merge_lora
+            if merge != (next(trainer.model.parameters()).device.type == "cpu"):  # not `seal-hub eval`'s default
+                reproduce += f" --merge_lora_for_generation {str(merge).lower()}"
             repo = f"{trainer.publish.run}-eval"
         final = stage_dir(output_dir, "final")
         model, weights = trainer.model, self.weights
