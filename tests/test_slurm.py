@@ -30,6 +30,10 @@ while [[ "$1" == --* ]]; do
     shift
 done
 echo "$$ $node $*" >>"$FAKE_LOG"
+for _ in $(seq 200); do  # with FAKE_STEPS: wait (10 s at most) until that many steps have started
+    [[ $(wc -l <"$FAKE_LOG") -ge ${FAKE_STEPS:-0} ]] && break
+    sleep 0.05
+done
 if [[ "$*" == *"vllm serve"* ]]; then exec sleep 60; fi
 if [[ "$node" == "${FAKE_FAIL_NODE:-}" ]]; then exit 3; fi
 exec sleep "${FAKE_TRAIN_SECONDS:-0}"
@@ -214,7 +218,7 @@ def steps(tmp_path: Path) -> list[list[str]]:
 
 def test_the_job_starts_the_server_and_every_training_node_and_ends_when_they_finish(fake_slurm):
     launch, tmp_path = fake_slurm
-    job = launch()
+    job = launch(FAKE_STEPS="3")  # no step ends before all three started: the job's end cannot beat a slow start
     assert job.wait(timeout=30) == 0, (tmp_path / "job.out").read_text()
     started = steps(tmp_path)
     assert sorted(s[0] for s in started) == ["n1", "n2", "n3"]  # scontrol's node list: n3 serves vLLM
