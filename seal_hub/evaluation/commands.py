@@ -139,6 +139,7 @@ def _eval(args: EvalArguments) -> int:
     else:
         from seal_hub.models import load_for_inference
         from seal_hub.models.generation_dtype import GenerationWeights, with_generation_dtype
+        from seal_hub.models.merged import merges_by_default
         from seal_hub.rollout import PolicyInfo, build_hf_backend
 
         if resolved is not None:  # before the model loads: an adapter of another base fails at once
@@ -155,7 +156,7 @@ def _eval(args: EvalArguments) -> int:
         backend = build_hf_backend(model, tokenizer)
         merge = args.merge_lora_for_generation
         if merge is None:
-            merge = next(model.parameters()).device.type == "cpu"
+            merge = merges_by_default(model)
         with GenerationWeights(merge, args.generation_dtype).applied(model) as dtype:
             record = spec(with_generation_dtype(model_record, dtype))
             result = evaluate_policy(

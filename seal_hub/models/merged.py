@@ -42,6 +42,12 @@ def _mergeable(layer) -> bool:
     return replaceable(weight) and weight.dtype in (torch.float32, torch.float16, torch.bfloat16)
 
 
+def merges_by_default(model) -> bool:
+    """Whether `seal-hub eval` merges `model`'s LoRA when not told: on a CPU, where the copy is cheap next to the
+    time it saves (the module docstring); not on a GPU."""
+    return next(model.parameters()).device.type == "cpu"
+
+
 @contextmanager
 def merged_lora(model, enabled: bool = True) -> Iterator[int]:
     """While the context lasts, every plain LoRA linear layer of `model` runs merged (module docstring); yields how

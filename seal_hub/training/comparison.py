@@ -34,6 +34,7 @@ from seal_hub.evaluation.results import RESULTS_JSON
 from seal_hub.evaluation.scores import CategoryScore, Scores
 from seal_hub.interface import InterfaceSnapshot
 from seal_hub.models.generation_dtype import AS_LOADED, GenerationWeights, with_generation_dtype
+from seal_hub.models.merged import merges_by_default
 from seal_hub.rollout import PolicyInfo, build_hf_backend
 from seal_hub.training.held_out import HeldOutResult, held_out_protocol, write_held_out
 from seal_hub.training.run_records import held_out_files
@@ -236,7 +237,7 @@ class HeldOutComparison:
             if dtype is not None:  # the same numerics on a machine whose `auto` would pick another dtype
                 reproduce += f" --generation_dtype {str(dtype).removeprefix('torch.')}"
             merge = self.weights.merge_lora
-            if merge != (next(trainer.model.parameters()).device.type == "cpu"):  # not `seal-hub eval`'s default
+            if merge != merges_by_default(trainer.model):  # not what `seal-hub eval` would do unasked
                 reproduce += f" --merge_lora_for_generation {str(merge).lower()}"
             repo = f"{trainer.publish.run}-eval"
         final = stage_dir(output_dir, "final")
