@@ -77,6 +77,13 @@ class TaskArguments:
         },
     )
     split_seed: int = field(default=0, metadata={"help": "Seed of the stratified split (split_file 'stratified')."})
+    eval_split: str = field(
+        default="test",
+        metadata={
+            "help": "The split held-out evaluations score (eval_every_steps, held_out_comparison): 'test', or a split "
+            "the dataset or split file names, e.g. 'dev' for learning curves that leave the test split unread."
+        },
+    )
     num_train_tasks: int | None = field(default=None, metadata={"help": "Train on the first N tasks (all if unset)."})
     categories: list[str] | None = field(
         default=None,
@@ -160,14 +167,15 @@ def select_tasks(
     args: TaskArguments, config: SealConfig, *, held_out: bool = False, warmup: bool = False
 ) -> TaskSelection:
     """The run's tasks: the training tasks (checked against one generation batch, and with `warmup` for reference
-    answers) and, with `held_out`, `config.eval_tasks` tasks of the test split (`held_out_tasks`), once."""
+    answers) and, with `held_out`, `config.eval_tasks` tasks of `eval_split` (`held_out_tasks`), once."""
     suite = args.resolve_suite(config)
     split = task_split(suite, args)
     tasks = training_tasks(suite, args, split)
     check_enough_tasks(len(tasks), config)
     if warmup:
         require_answers(suite, tasks)
-    held = held_out_tasks(suite, split.test, config.eval_tasks, args.categories) if held_out else ()
+    scored = split.test if args.eval_split == "test" else suite.split_ids(args.eval_split, args.split_file, args.split_seed)
+    held = held_out_tasks(suite, scored, config.eval_tasks, args.categories) if held_out else ()
     return TaskSelection(suite, split, tuple(tasks), tuple(held), tuple(args.categories or ()))
 
 

@@ -17,7 +17,8 @@ checks the key) and an SFT warm-up (`sft_warmup_steps`); rows without it teach n
 reaches `reset(**row)` too, as TRL passes the whole row.
 
 The held-out split is named or made, and never trained on: a `split` column, or the dataset's own split names
-(a repo with `train` and `test`): rows named `train` train, every other name is held out; otherwise a seeded
+(a repo with `train` and `test`): rows named `train` train, rows named `test` are held out (where no row is, every
+other name is), and any other name (`dev`, `validation`) is a split of its own, neither; otherwise a seeded
 fraction of every category (`eval_fraction`, 20% by default, at least one task of a category with two) is held
 out. `all` is every row; a category is its rows.
 
@@ -242,11 +243,13 @@ def names_split(tasks: Mapping[str, UserTask]) -> bool:
 
 
 def held_out(tasks: Mapping[str, UserTask], fraction: float, seed: int, made: bool = False) -> frozenset[str]:
-    """The ids held out for evaluation: the named split (every name but `train`), unless `made` or some row names
-    none; else a seeded `fraction` of every category (rounded, at least one of a category with two or more tasks,
-    never all of it)."""
+    """The ids held out for evaluation: the named split (the rows named `test`; where none is, every name but
+    `train`), unless `made` or some row names none; else a seeded `fraction` of every category (rounded, at least one
+    of a category with two or more tasks, never all of it)."""
     if not made and names_split(tasks):
-        return frozenset(task.id for task in tasks.values() if task.split != TRAIN)
+        names = {task.split for task in tasks.values()}
+        test = {TEST} if TEST in names else names - {TRAIN}
+        return frozenset(task.id for task in tasks.values() if task.split in test)
     rng = random.Random(seed)
     chosen: list[str] = []
     categories: dict[str, list[str]] = {}

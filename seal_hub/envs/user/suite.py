@@ -193,8 +193,11 @@ class UserSuite(TaskTable):
         if split_file not in (None, "stratified"):
             return super().split_ids(split, split_file, seed)
         if split in ("train", "test"):
-            test = held_out(self.tasks, self.spec.eval_fraction, seed, made=split_file == "stratified")
-            return tuple(task_id for task_id in self.tasks if (task_id in test) == (split == "test"))
+            made = split_file == "stratified" or not names_split(self.tasks)
+            test = held_out(self.tasks, self.spec.eval_fraction, seed, made=made)
+            if split == "test":
+                return tuple(task_id for task_id in self.tasks if task_id in test)
+            return tuple(i for i, t in self.tasks.items() if i not in test and (made or t.split == TRAIN))
         if split in WHOLE_SPLITS or split in self.categories:
             return super().split_ids(split)
         named = sorted({t.split for t in self.tasks.values() if t.split not in (None, TRAIN)})
