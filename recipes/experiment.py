@@ -28,11 +28,13 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
 import yaml
 
+from seal_hub.evaluation.results import RESULTS_JSON
 from seal_hub.experiment import (
     ARMS_BY_NAME,
     BUDGET_KEYS,
@@ -48,6 +50,19 @@ from seal_hub.experiment import (
     train_arms,
     write_report,
 )
+from seal_hub.experiment.config import WARMUP_DIR
+from seal_hub.experiment.learning import (
+    arm_record_name,
+    effect_done,
+    interface_versions,
+    record_evaluation,
+    record_interface_effect,
+    record_training,
+    record_warmup,
+    results_dir,
+)
+from seal_hub.experiment.learning_report import write_learning_report
+from seal_hub.experiment.run import WARMUP_LABEL, Subject
 from seal_hub.hub import HubError
 from seal_hub.hub.sources import SourceError
 from seal_hub.interface import InterfaceError
@@ -109,13 +124,51 @@ def main(config_path: str, flags: Sequence[str] = ()) -> Path:
 
     def train(arm, seed, settings):
         parser.parse_dict(settings)  # refused here, with the field, before a launch is spent on it
+        fresh_warmup = config.has_warmup and not any(config.warmup_dir(seed).glob("*.safetensors"))
+        started = time.monotonic()
         launch_arm(f"{arm.name}-seed-{seed}", settings, config.output_dir, config.accelerate_config)
+        record_training(config, arm, seed, time.monotonic() - started)
+        if fresh_warmup:  # built by this launch: its hash recorded, or checked against the recorded one
+            print(record_warmup(config, seed).line())
 
     train_arms(config, train, resolve_model=resolve_model)
     results = eval_arms(config, lambda subject, suite, out: evaluate_arm(config, model_args, subject, suite, out))
+    main_suite = config.suites[0]
+    for result in results:  # the test verdicts join the committed records
+        if result.subject.seed is not None and main_suite in result.evals:
+            record_evaluation(config, record_name(result.subject), "test", result.evals[main_suite])
+    if config.dev_split:  # the curves' step 0 (the warm-up on dev), the interface's own effect, the page
+        for seed in config.seeds:
+            learning_stages(config, model_args, main_suite, seed)
+            print(f"experiment: learning curves in {write_learning_report(config.title, config.records, seed)}")
     table = write_report(config, results)
     print(f"experiment: {len(config.arms)} arms trained and evaluated; table in {table}")
     return table
+
+
+def learning_stages(config: ExperimentConfig, model_args, suite: str, seed: int) -> None:
+    """The seed's warm-up scored on the dev split (the curves' step 0), then, with the SEAL arm trained here,
+    under each interface version that arm made (the interface's own effect on a frozen policy)."""
+    warmup = Subject(WARMUP_LABEL, f"{WARMUP_DIR}/seed-{seed}", None, seed)
+    out = results_dir(config, warmup.folder, suite, config.dev_split)
+    if not (out / RESULTS_JSON).exists():
+        print(f"experiment: scoring the warm-up on the {config.dev_split} split")
+        evaluate_arm(config, model_args, warmup, suite, out, split=config.dev_split)
+    record_evaluation(config, f"warmup-seed-{seed}", "dev", out)
+    if not (config.interface_effect and "seal" in config.arms and config.run_dir(ARMS_BY_NAME["seal"], seed).is_dir()):
+        return
+    for step, snapshot in interface_versions(config, seed):
+        if effect_done(config, seed, snapshot.version):
+            continue
+        out = results_dir(config, warmup.folder, suite, config.dev_split, snapshot.version)
+        if not (out / RESULTS_JSON).exists():
+            print(f"experiment: the warm-up on {config.dev_split} under SEAL's interface {snapshot.version}")
+            evaluate_arm(config, model_args, warmup, suite, out, split=config.dev_split, interface=snapshot)
+        record_interface_effect(config, seed, step, snapshot.version, out)
+
+
+def record_name(subject: Subject) -> str:
+    return f"warmup-seed-{subject.seed}" if subject.arm is None else arm_record_name(subject.arm, subject.seed)
 
 
 if __name__ == "__main__":

@@ -44,15 +44,21 @@ def test_the_shipped_tasks_are_what_make_tasks_writes():
 def test_every_rows_answer_key_passes_the_environments_own_reward_and_the_config_holds_out_every_category(home):
     from seal_hub.training.warmup import warmup_conversations
 
-    assert len(home.tasks) == 315
+    assert len(home.tasks) == 615
     assert home.categories == ("light", "temperature", "both", "relative", "no_change")
-    assert len(warmup_conversations(home, list(home.tasks.values()))) == 315  # each kept only if get_reward passes
+    assert len(warmup_conversations(home, list(home.tasks.values()))) == 615  # each kept only if get_reward passes
     config = yaml.safe_load((SMART_HOME / "config.yaml").read_text())
     assert (config["environment"], config["dataset"]) == (ENVIRONMENT, "examples/smart_home/tasks.jsonl")
-    test = home.split_ids("test")
-    assert len(test) == config["eval_tasks"] == 69 and {home.task(t).category for t in test} == set(home.categories)
-    trained = {home.task(t).messages for t in home.split_ids("train")}
-    assert not any(home.task(t).messages in trained for t in test)  # no held-out request is worded as a trained one
+    test, dev, train = (home.split_ids(name) for name in ("test", "dev", "train"))
+    assert (len(test), len(dev), len(train)) == (300, 75, 240)
+    assert not (set(test) | set(dev)) & set(train) and not set(test) & set(dev)
+    for split in (test, dev):
+        assert {home.task(t).category for t in split} == set(home.categories)
+    assert config["eval_tasks"] <= len(test)
+    seen = {home.task(t).messages for t in (*train, *dev)}
+    assert not any(home.task(t).messages in seen for t in test)  # no held-out request is worded as a trained one
+    asked = [(home.task(t).messages, json.dumps(home.task(t).row["start"])) for t in test]
+    assert len(set(asked)) == len(asked)  # no test request twice (greedy decoding would count one outcome twice)
 
 
 def test_the_example_config_trains_the_tiny_model_and_publishes_the_three_artifacts(at_root, tmp_path, monkeypatch):

@@ -13,11 +13,13 @@ added, never renamed)::
                 "average": percent},
      "packages": {name: version}, "created_at": iso8601, "wall_seconds": float,
      "task_ids": [str], "resumed_tasks": int, "files": {...},
+     "verdicts": {TASK_ID: {"category": str, "passed": bool}},
      "card": {"dataset_type": str, "dataset_name": str, "task_name": str}}
 
 ``average`` is the unweighted mean of the per-category success rates (the paper's "avg"). ``wall_seconds`` is
 the time of the run that finished the evaluation; ``resumed_tasks`` counts the tasks read back from an
-interrupted one. ``card`` is what the suite's published cards call it (`Suite.card`: a built-in suite's
+interrupted one. ``verdicts`` is each task's outcome, what a paired comparison of two evaluations on the same
+tasks reads (`seal_hub.experiment.paired`). ``card`` is what the suite's published cards call it (`Suite.card`: a built-in suite's
 benchmark, a user environment's dataset and class); the publishing step names the scores' dataset by it.
 `trajectories.parquet` has `seal_hub.rollout.records.FEATURES` and `diagnoses.parquet`
 `seal_hub.diagnosis.records.DIAGNOSIS_FEATURES` (suites with turn labels, `Suite.turn_labels`), the same as a
@@ -186,6 +188,7 @@ def _write_outputs(
         write_with(root / DIAGNOSES_FILE, lambda temp: rows.to_parquet(str(temp)))
         files["diagnoses"] = DIAGNOSES_FILE
     results = results_record(spec, scores, [t.task_id for t in trajectories], files=files, **run)
+    results["verdicts"] = {t.task_id: {"category": t.category, "passed": bool(t.passed)} for t in trajectories}
     write_text(root / RESULTS_MD, results_markdown(results, scores))
     write_text(root / RESULTS_JSON, json.dumps(results, indent=2) + "\n")
     return results

@@ -44,6 +44,8 @@ BUDGET_KEYS = (
 SEED_KEYS = ("split_file", "split_seed")
 PER_RUN = (*SWITCHES, "output_dir", "seed", "sft_warmup_dir", "held_out_comparison")  # set by the experiment
 WARMUP_DIR = "warmup"
+RECORDS_DIR = "records"
+DEFAULT_SUITE = "bfcl"  # TaskArguments.suite's default: the base config's suite when it names none
 
 
 class ExperimentError(ValueError):
@@ -77,6 +79,10 @@ class ExperimentConfig:
         metadata={"help": "The per-run recipe config every arm starts from (relative: to this file)."}
     )
     output_dir: str = field(metadata={"help": "One run directory per arm, the manifest and the report go here."})
+    name: str | None = field(
+        default=None,
+        metadata={"help": "The experiment's name in its report's lines (e.g. smart_home); unset: output_dir's name."},
+    )
     base: dict[str, Any] = field(default_factory=dict, metadata={"help": "Overrides of base_config for every arm."})
     arms: tuple[str, ...] = field(
         default=tuple(a.name for a in ARMS), metadata={"help": f"Arms to run, of {', '.join(ARMS_BY_NAME)}."}
@@ -85,11 +91,11 @@ class ExperimentConfig:
         default=(0,), metadata={"help": "Each arm runs once per seed; the tables give the mean and a 95% interval."}
     )
     evaluate_base: bool = field(default=True, metadata={"help": "Also evaluate the untrained model (Table 1's base)."})
-    eval_suites: tuple[str, ...] = field(
-        default=("bfcl",),
+    eval_suites: tuple[str, ...] | None = field(
+        default=None,
         metadata={
             "help": "Suites to evaluate on, test split: the main one first (bfcl: the paper's split and tables), "
-            "then OOD suites."
+            "then OOD suites. Unset: the base config's own (its environment, else its suite, else bfcl)."
         },
     )
     eval_limit: int | None = field(
@@ -106,6 +112,21 @@ class ExperimentConfig:
     )
     eval_max_live_episodes: int = field(
         default=MAX_LIVE_EPISODES, metadata={"help": "Episodes generated together at evaluation."}
+    )
+    records_dir: str | None = field(
+        default=None,
+        metadata={
+            "help": "Small files meant to be committed (seal_hub.experiment.records): each arm's steps and dev curve, "
+            "its test verdicts, the warm-up's weight hash. An arm recorded there is not trained again, so arms run on "
+            "different machines pair. Unset: output_dir/records."
+        },
+    )
+    interface_effect: bool = field(
+        default=True,
+        metadata={
+            "help": "With a dev split: score the frozen warm-up on it under each interface version the SEAL arm "
+            "made (at its dev evaluations): what the evolved interface alone does for a fixed policy."
+        },
     )
     accelerate_config: str | None = field(
         default=None,
@@ -129,7 +150,9 @@ class ExperimentConfig:
             )
         if not self.seeds or len(set(self.seeds)) != len(self.seeds) or not all(type(s) is int for s in self.seeds):
             raise ExperimentError(f"seeds: {list(self.seeds)}; give one or more distinct integer seeds")
-        if not self.eval_suites or len(set(self.eval_suites)) != len(self.eval_suites):
+        if self.eval_suites is not None and (
+            not self.eval_suites or len(set(self.eval_suites)) != len(self.eval_suites)
+        ):
             raise ExperimentError(f"eval_suites: {list(self.eval_suites)}; name one or more suites, each once")
         if self.eval_limit is not None and self.eval_limit < 1:
             raise ExperimentError(f"eval_limit must be >= 1 or unset, got {self.eval_limit}")
@@ -167,6 +190,35 @@ class ExperimentConfig:
             return cls(**data)
         except TypeError as exc:
             raise ExperimentError(f"{path}: {exc}") from None
+
+    @property
+    def suites(self) -> tuple[str, ...]:
+        """The suites evaluated, the main one first: `eval_suites`, else the base config's own."""
+        if self.eval_suites is not None:
+            return self.eval_suites
+        settings = self.common_settings()
+        return (settings.get("environment") or settings.get("suite") or DEFAULT_SUITE,)
+
+    @property
+    def title(self) -> str:
+        return self.name or Path(self.output_dir).name
+
+    @property
+    def records(self) -> Path:
+        return Path(self.records_dir) if self.records_dir else Path(self.output_dir) / RECORDS_DIR
+
+    @property
+    def dev_split(self) -> str | None:
+        """The split the arms' learning curves read (the base's `eval_split` scored every `eval_every_steps`),
+        or None: the arms score no split of their own during training."""
+        settings = self.common_settings()
+        split = settings.get("eval_split", "test")
+        return split if settings.get("eval_every_steps") and split != "test" else None
+
+    @property
+    def dev_tasks(self) -> int | None:
+        """Tasks of each dev evaluation (the base's `eval_tasks`)."""
+        return self.common_settings().get("eval_tasks")
 
     def run_dir(self, arm: Arm, seed: int) -> Path:
         return Path(self.output_dir) / arm.name / seed_folder(seed)
@@ -214,7 +266,7 @@ class ExperimentConfig:
             "shared_warmup": self.has_warmup,
             "arms": [{"name": a.name, "label": a.label, "overrides": a.switches} for a in arms],
             "evaluation": {
-                "suites": list(self.eval_suites),
+                "suites": list(self.suites),
                 "split": "test",
                 "limit": self.eval_limit,
                 "categories": list(self.eval_categories) if self.eval_categories else None,

@@ -7,7 +7,7 @@ Not covered: what an arm is (`seal_hub.experiment.config`), the training loop (t
 from __future__ import annotations
 
 import gc
-import hashlib
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +22,7 @@ from seal_hub.experiment.config import (
     mark_trained,
     seed_folder,
 )
+from seal_hub.experiment.learning import arm_recorded, results_dir
 
 
 def free_memory() -> None:
@@ -92,19 +93,31 @@ def train_arms(
     """Train every arm of every seed not yet trained, seed by seed (so a partial experiment has whole seeds):
     `train(arm, seed, settings)` runs one (`launch.launch_arm` in the recipe: its own `accelerate launch`), and
     the arm is marked trained when it returns. Returns the (arm, seed) runs that trained now."""
-    trained = []
+    trained, todo = [], []
     for seed in config.seeds:
         for name in config.arms:
             arm = ARMS_BY_NAME[name]
-            if arm_trained(config, arm, seed):
+            if arm_trained(config, arm, seed) or arm_recorded(config, arm, seed):
                 log(f"experiment: arm {arm.name} seed {seed} ({arm.label}) already trained: skipped")
-                continue
-            log(f"experiment: training arm {arm.name} seed {seed} ({arm.label})")
-            train(arm, seed, config.arm_settings(arm, seed, resolve_model))
-            free_memory()
-            mark_trained(config, arm, seed)
-            trained.append((arm, seed))
+            else:
+                todo.append((arm, seed))
+    started = time.monotonic()
+    for done, (arm, seed) in enumerate(todo):
+        eta = ""
+        if done:  # the arms share a budget: the ones trained so far time the rest
+            left = (time.monotonic() - started) / done * (len(todo) - done)
+            eta = f"; about {format_duration(left)} of training left"
+        log(f"experiment: training arm {arm.name} seed {seed} ({arm.label}), {done + 1} of {len(todo)}{eta}")
+        train(arm, seed, config.arm_settings(arm, seed, resolve_model))
+        free_memory()
+        mark_trained(config, arm, seed)
+        trained.append((arm, seed))
     return trained
+
+
+def format_duration(seconds: float) -> str:
+    minutes = round(seconds / 60)
+    return f"{minutes // 60} h {minutes % 60:02d} min" if minutes >= 60 else f"{minutes} min"
 
 
 def eval_arms(
@@ -118,8 +131,14 @@ def eval_arms(
     results = []
     for subject in subjects(config):
         evals = {}
-        for suite in config.eval_suites:
-            out = Path(config.output_dir) / subject.folder / "eval" / suite
+        elsewhere = subject.arm is not None and not (Path(config.output_dir) / subject.folder).is_dir()
+        if elsewhere and arm_recorded(config, subject.arm, subject.seed):
+            log(
+                f"experiment: {subject.folder} was trained and scored elsewhere: its record in {config.records} stands"
+            )
+            continue
+        for suite in config.suites:
+            out = results_dir(config, subject.folder, suite, "test")
             if not (out / RESULTS_JSON).exists():
                 log(f"experiment: evaluating {subject.folder} on {suite}")
                 try:
@@ -139,22 +158,39 @@ class SuiteUnavailable(RuntimeError):
 
 def adapter_record(subject: Subject, run_dir: Path) -> dict[str, Any]:
     """A run's final weights as an evaluation's adapter record: its run directory and a digest of the files."""
-    digest = hashlib.sha256()
-    for path in sorted(run_dir.glob("*.safetensors")):
-        digest.update(path.name.encode())
-        with path.open("rb") as weights:  # streamed: a full fine-tune's shards are many GB
-            while chunk := weights.read(1 << 24):
-                digest.update(chunk)
-    return {"ref": subject.name, "repo": subject.folder, "revision": "final", "commit": digest.hexdigest()[:40]}
+    from seal_hub.experiment.records import weights_sha256
+
+    return {"ref": subject.name, "repo": subject.folder, "revision": "final", "commit": weights_sha256(run_dir)[:40]}
 
 
-def evaluate_arm(config: ExperimentConfig, model_args: Any, subject: Subject, suite_name: str, out: Path) -> None:
-    """Score the subject's weights (or the untrained model) on `suite_name`'s test split (its default: bfcl's is the
-    paper's), the main suite's `eval_categories` taken in turn, with `seal-hub eval`'s protocol, through the one
-    evaluation path (`evaluate_policy`)."""
+def suite_for(config: ExperimentConfig, name: str):
+    """The suite `name` names: the base config's own environment (its class path), else a built-in suite."""
+    from seal_hub.envs.builtin import load_suite
+
+    settings = config.common_settings()
+    if name != settings.get("environment"):
+        return load_suite(name)
+    from seal_hub.training.selection import TaskArguments
+
+    keys = ("environment", "dataset", "dataset_revision", "reward_funcs", "eval_fraction", "call_timeout_s")
+    return TaskArguments(**{key: settings[key] for key in keys if key in settings}).resolve_suite()
+
+
+def evaluate_arm(
+    config: ExperimentConfig,
+    model_args: Any,
+    subject: Subject,
+    suite_name: str,
+    out: Path,
+    split: str = "test",
+    interface: Any = None,
+) -> None:
+    """Score the subject's weights (or the untrained model) on `suite_name`'s `split` (test: its default, bfcl's
+    the paper's; the main suite's `eval_categories` taken in turn, `eval_limit` of them; the dev split: the arms'
+    `dev_tasks`), with `seal-hub eval`'s protocol, through the one evaluation path (`evaluate_policy`), on the null
+    interface unless `interface` (an `InterfaceSnapshot`) is given."""
     from transformers.integrations.deepspeed import unset_hf_deepspeed_config
 
-    from seal_hub.envs.builtin import load_suite
     from seal_hub.envs.suite import SuiteError, in_turn
     from seal_hub.evaluation import EvalProtocol, EvalSpec, evaluate_policy, interface_record
     from seal_hub.hub.loading import load_policy_version
@@ -163,15 +199,16 @@ def evaluate_arm(config: ExperimentConfig, model_args: Any, subject: Subject, su
     from seal_hub.models import load_policy, place_for_inference
     from seal_hub.rollout import PolicyInfo, build_hf_backend
 
-    main = suite_name == config.eval_suites[0]
+    main = suite_name == config.suites[0]
     try:
-        suite = load_suite(suite_name)
+        suite = suite_for(config, suite_name)
     except SuiteError as exc:
         if main:  # the suite the arms are compared on must load; an OOD one may miss its extra
             raise
         raise SuiteUnavailable(str(exc)) from None
     categories = config.eval_categories if main else None
-    tasks = in_turn(suite.select(suite.split_ids("test")), config.eval_limit, categories)
+    limit = config.eval_limit if split == "test" else config.dev_tasks
+    tasks = in_turn(suite.select(suite.split_ids(split)), limit, categories)
     unset_hf_deepspeed_config()  # training's ZeRO-3 must not partition a model loaded for one process alone
     run_dir = Path(config.output_dir) / subject.folder if subject.trained else None
     if run_dir is None:
@@ -188,15 +225,16 @@ def evaluate_arm(config: ExperimentConfig, model_args: Any, subject: Subject, su
     )
     model_id = model_id_of(config.plan()["model"])
     adapter = adapter_record(subject, run_dir) if run_dir is not None else None
-    interface = InterfaceSnapshot.null(suite.name)
+    ref = "null" if interface is None else f"{interface.version}"
+    interface = InterfaceSnapshot.null(suite.name) if interface is None else interface
     info = PolicyInfo(f"{model_id}:{subject.name}" if adapter else model_id, adapter["commit"] if adapter else None)
     spec = EvalSpec(
         suite=suite.name,
-        split="test",
+        split=split,
         split_source=suite.default_split,
         model={"id": model_id, "revision": None},
         adapter=adapter,
-        interface=interface_record(interface, "null"),
+        interface=interface_record(interface, ref),
     )
     # results.json names the parser style the chat template teaches (evaluate_policy resolves it)
     evaluate_policy(build_hf_backend(model, tokenizer), tokenizer, info, suite, tasks, protocol, interface, spec, out)

@@ -140,12 +140,12 @@ def experiment_tables(config: ExperimentConfig, results: Sequence[ArmResult]) ->
     from seal_hub.report.paper import paper_numbers
     from seal_hub.report.tables import markdown_table
 
-    main_suite = config.eval_suites[0]
+    main_suite = config.suites[0]
     lines = seeds_table(results, main_suite)
     paper = paper_numbers()
     if main_suite == paper.suite:  # the paper's numbers name the suite they were measured on
         lines += _paper_tables(config, _by_label(results, main_suite), paper, markdown_table)
-    ood = config.eval_suites[1:]
+    ood = config.suites[1:]
     if ood:
         grouped = {s: _by_label(results, s) for s in ood}
         labels = list(dict.fromkeys(r.label for r in results))
@@ -199,7 +199,7 @@ def write_report(config: ExperimentConfig, results: Sequence[ArmResult]) -> Path
 
     out = Path(config.output_dir) / REPORT_DIR
     sources: list[tuple[str | None, str | Path]] = []
-    main_suite = config.eval_suites[0]
+    main_suite = config.suites[0]
     for r in results:
         seed = f" · seed {r.subject.seed}" if r.subject.seed is not None and len(config.seeds) > 1 else ""
         if r.arm is not None:
@@ -208,7 +208,7 @@ def write_report(config: ExperimentConfig, results: Sequence[ArmResult]) -> Path
             (f"{r.label}{seed}" if suite == main_suite else f"{r.label}{seed} · {suite}", path)
             for suite, path in r.evals.items()
         ]
-    report = build_report(sources, out, {suite: setting_series(results, suite) for suite in config.eval_suites})
+    report = build_report(sources, out, {suite: setting_series(results, suite) for suite in config.suites})
     table = out / TABLE_FILE
     manifest = json.loads((Path(config.output_dir) / MANIFEST).read_text(encoding="utf-8"))
     lines = [

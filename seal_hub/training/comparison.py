@@ -57,10 +57,11 @@ class HeldOutPlan:
     protocol: EvalProtocol
     split_source: str
     categories: tuple[str, ...] = ()
+    split: str = "test"  # the split the tasks were taken from (`eval_split`)
 
     def eval_flags(self) -> str:
         """The `seal-hub eval` flags that select and score the same tasks the same way."""
-        flags = [self.suite.command_flags(), "--split test", f"--limit {len(self.tasks)}"]
+        flags = [self.suite.command_flags(), f"--split {self.split}", f"--limit {len(self.tasks)}"]
         if self.split_source not in ("default", "paper"):
             flags.append(f"--split_file {self.split_source}")
         if self.categories:
@@ -93,7 +94,7 @@ def evaluate_stage(
         with weights.applied(model) as dtype:
             spec = EvalSpec(
                 suite=plan.suite.name,
-                split="test",
+                split=plan.split,
                 split_source=plan.split_source + categories,
                 model=with_generation_dtype(model_record, dtype),
                 adapter=adapter_record,
@@ -201,7 +202,9 @@ class HeldOutComparison:
     def of(cls, selection: TaskSelection, config: SealConfig, base_record: dict[str, Any], main_process: bool):
         """The comparison of a run's selected tasks (`TaskSelection.held_out`) under its held-out protocol."""
         protocol, source = held_out_protocol(config), selection.split.source
-        plan = HeldOutPlan(selection.suite, selection.held_out, protocol, source, selection.categories)
+        plan = HeldOutPlan(
+            selection.suite, selection.held_out, protocol, source, selection.categories, selection.eval_split
+        )
         weights = GenerationWeights(bool(config.merge_lora_for_generation), config.generation_dtype)
         return cls(plan, config.output_dir, base_record, weights, main_process)
 

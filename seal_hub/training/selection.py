@@ -157,6 +157,7 @@ class TaskSelection:
     train: tuple[SuiteTask, ...]
     held_out: tuple[SuiteTask, ...] = ()  # empty when the run evaluates nothing held out
     categories: tuple[str, ...] = ()
+    eval_split: str = "test"  # the split `held_out` was taken from
 
 
 class TooFewTasksError(ValueError):
@@ -174,9 +175,11 @@ def select_tasks(
     check_enough_tasks(len(tasks), config)
     if warmup:
         require_answers(suite, tasks)
-    scored = split.test if args.eval_split == "test" else suite.split_ids(args.eval_split, args.split_file, args.split_seed)
+    scored = (
+        split.test if args.eval_split == "test" else suite.split_ids(args.eval_split, args.split_file, args.split_seed)
+    )
     held = held_out_tasks(suite, scored, config.eval_tasks, args.categories) if held_out else ()
-    return TaskSelection(suite, split, tuple(tasks), tuple(held), tuple(args.categories or ()))
+    return TaskSelection(suite, split, tuple(tasks), tuple(held), tuple(args.categories or ()), args.eval_split)
 
 
 def task_split(suite: Suite, args: TaskArguments) -> Split:
