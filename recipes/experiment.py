@@ -174,10 +174,9 @@ def record_name(subject: Subject) -> str:
 if __name__ == "__main__":
     cli = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     cli.add_argument("--config", required=True, help="an experiment config (recipes/configs/experiment_*.yaml)")
-    cli.add_argument("overrides", nargs=argparse.REMAINDER, help="--key value pairs (see above)")
-    args = cli.parse_args()
+    args, flags = cli.parse_known_args()  # the rest are --key value overrides (see above)
     try:
-        main(args.config, args.overrides)
+        main(args.config, flags)
     except (ValueError, HubError, SourceError, InterfaceError, ArmFailed) as exc:  # ExperimentError included
         print(f"experiment.py: error: {exc}", file=sys.stderr)
         sys.exit(2)
