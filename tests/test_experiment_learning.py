@@ -164,9 +164,12 @@ def test_a_dataset_with_a_dev_split_trains_on_train_holds_out_test_and_scores_de
     data.write_text("".join(json.dumps(r) + "\n" for r in rows))
     monkeypatch.syspath_prepend(str(tmp_path))
     (tmp_path / "echo_env.py").write_text(
-        "class Echo:\n    def reset(self, **row):\n        return None\n"
-        "    def say(self, text: str) -> str:\n        '''Say it.\n\n        Args:\n            text: what.\n        '''\n"
-        "        return text\n    def get_reward(self):\n        return 1.0\n"
+        "class Echo:\n"
+        "    def reset(self, **row):\n        return None\n"
+        "    def say(self, text: str) -> str:\n"
+        "        '''Say it.\n\n        Args:\n            text: what.\n        '''\n"
+        "        return text\n"
+        "    def get_reward(self):\n        return 1.0\n"
     )
     suite = resolve_suite(environment="echo_env:Echo", dataset=str(data))
     assert suite.split_ids("train") == ("t0", "t3", "t6") and suite.split_ids("test") == ("t2", "t5", "t8")

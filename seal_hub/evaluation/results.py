@@ -19,8 +19,9 @@ added, never renamed)::
 ``average`` is the unweighted mean of the per-category success rates (the paper's "avg"). ``wall_seconds`` is
 the time of the run that finished the evaluation; ``resumed_tasks`` counts the tasks read back from an
 interrupted one. ``verdicts`` is each task's outcome, what a paired comparison of two evaluations on the same
-tasks reads (`seal_hub.experiment.paired`). ``card`` is what the suite's published cards call it (`Suite.card`: a built-in suite's
-benchmark, a user environment's dataset and class); the publishing step names the scores' dataset by it.
+tasks reads (`seal_hub.experiment.paired`). ``card`` is what the suite's published cards call it (`Suite.card`: a
+built-in suite's benchmark, a user environment's dataset and class); the publishing step names the scores' dataset
+by it.
 `trajectories.parquet` has `seal_hub.rollout.records.FEATURES` and `diagnoses.parquet`
 `seal_hub.diagnosis.records.DIAGNOSIS_FEATURES` (suites with turn labels, `Suite.turn_labels`), the same as a
 training run's records, so the replay Space and `datasets` read either.
