@@ -208,7 +208,12 @@ def evaluate_arm(
         raise SuiteUnavailable(str(exc)) from None
     categories = config.eval_categories if main else None
     limit = config.eval_limit if split == "test" else config.dev_tasks
-    tasks = in_turn(suite.select(suite.split_ids(split)), limit, categories)
+    settings = config.common_settings()  # the split the arms trained on: its test (or dev) tasks
+    if main:
+        ids = suite.split_ids(split, settings.get("split_file"), settings.get("split_seed", 0))
+    else:
+        ids = suite.split_ids(split)
+    tasks = in_turn(suite.select(ids), limit, categories)
     unset_hf_deepspeed_config()  # training's ZeRO-3 must not partition a model loaded for one process alone
     run_dir = Path(config.output_dir) / subject.folder if subject.trained else None
     if run_dir is None:

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from seal_hub.envs.bfcl_single.episode import SingleEpisode
 from seal_hub.envs.bfcl_single.labels import diagnose_answer
-from seal_hub.envs.bfcl_single.splits import PACKAGED, fraction_split, packaged_split
+from seal_hub.envs.bfcl_single.splits import PACKAGED, PACKAGED_DEV, fraction_split, packaged_dev_split, packaged_split
 from seal_hub.envs.bfcl_single.tasks import (
     ABSTAIN_CATEGORIES,
     CATEGORIES,
@@ -100,8 +100,12 @@ class BfclSingleSuite(TaskTable):
 
     def split_ids(self, split: str, split_file: str | None = None, seed: int = 0) -> tuple[str, ...]:
         """`train` / `test`: the shipped half split (`split_file` None or 'packaged'), or with `split_file`
-        'stratified' the half split seeded by `seed`, or a split file's lists; `all`: every task; a category:
-        all of its tasks."""
+        'stratified' the half split seeded by `seed`, or a split file's lists; with `split_file` 'packaged-dev' also
+        `dev`, cut from the shipped training half (`packaged_dev_split`); `all`: every task; a category: all of its
+        tasks."""
+        if split_file == PACKAGED_DEV and split in ("train", "dev", "test"):
+            dev = packaged_dev_split({task_id: task.category for task_id, task in self.tasks.items()})
+            return tuple(task_id for task_id in dev.ids(split) if task_id in self.tasks)
         if split in ("train", "test"):
             if split_file is None or split_file == PACKAGED:
                 return tuple(task_id for task_id in packaged_split().ids(split) if task_id in self.tasks)
