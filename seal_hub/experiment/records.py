@@ -3,8 +3,9 @@ meant to be committed (the run directories under `output_dir` hold gigabytes of 
 
     records_dir/warmup-seed-K.json   the shared SFT warm-up: the SHA-256 of its adapter weights (a rebuild on
                                      another machine is checked against it), its dev and test verdicts
-    records_dir/ARM-seed-K.json      one arm: a line per optimizer step (training success, groups, labels,
-                                     interface version, mean rollout weight, dev success where the step was scored),
+    records_dir/ARM-seed-K.json      one arm: a line per optimizer step (training success overall and per
+                                     category, groups, labels, interface version, mean rollout weight, rho, dev
+                                     success where the step was scored),
                                      its test verdicts, the interface versions it made
     records_dir/interface-effect-seed-K.json   the frozen warm-up scored on dev under each interface version
 
@@ -91,7 +92,7 @@ def weights_sha256(run_dir: str | Path) -> str:
 def step_lines(run_dir: str | Path) -> list[dict[str, Any]]:
     """One line per optimizer step of a run directory: its iteration's metrics, reduced to what a curve reads,
     and its held-out (dev) evaluation where the step has one."""
-    from seal_hub.training.run_records import held_out_files, read_metrics
+    from seal_hub.training.run_records import held_out_files, iteration_dir, read_metrics
 
     dev = {}
     for path in held_out_files(run_dir):
@@ -113,10 +114,24 @@ def step_lines(run_dir: str | Path) -> list[dict[str, Any]]:
             "rho": metrics.get("rho", {}),
             "generated_tokens": metrics.get("generated_tokens"),
         }
+        line["per_category"] = category_success(iteration_dir(run_dir, step) / "trajectories.parquet")
         if step in dev:
             line["dev"] = dev_point(dev[step])
         lines.append(line)
     return lines
+
+
+def category_success(trajectories: Path) -> dict[str, list[int]]:
+    """The step's rollouts per category: [passed, total] (what pass rates over steps, per category, read)."""
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(trajectories, columns=["category", "passed"]).to_pydict()
+    counts: dict[str, list[int]] = {}
+    for category, passed in zip(table["category"], table["passed"], strict=True):
+        cell = counts.setdefault(category, [0, 0])
+        cell[0] += int(passed)
+        cell[1] += 1
+    return counts
 
 
 def dev_point(held_out: dict[str, Any]) -> dict[str, Any]:
