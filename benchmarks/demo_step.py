@@ -17,7 +17,14 @@ arms see the same tasks from the same seed, so their rollouts (and so the comple
 to float differences in the policy after the first update. Last line exactly
 `loss forward+backward, shared prompt / TRL: X.XXx` (lower is better).
 
-    python benchmarks/demo_step.py [--steps 3] [--smoke]
+`--compare bf16` times instead the loss in fp32 (the baseline) against the same step under bf16 autocast
+(`--bf16 true`: the loss forward and backward in bf16 where the CPU has it, the LoRA weights and the optimizer in
+fp32), both with the shared-prompt forward, and prints the mean loss of each arm's first step (the same rollouts:
+the same sampled completions scored in two precisions). Last line exactly
+`loss forward+backward, bf16 autocast / fp32: X.XXx`. `--config` takes another recipe config (e.g.
+examples/smart_home/config.yaml, from the repository's root).
+
+    python benchmarks/demo_step.py [--steps 3] [--smoke] [--compare bf16] [--config PATH]
 """
 
 from __future__ import annotations
@@ -61,6 +68,10 @@ class _Steps(TrainerCallback):
         parts = {k: self.totals[k] - self.before.get(k, 0.0) for k in PARTS[:-1]}
         self.rows.append({**parts, "rest": wall - sum(parts.values()), "wall": wall})
 
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        if logs and "loss" in logs and self.rows:
+            self.rows[-1]["loss"] = float(logs["loss"])
+
 
 def _timed(totals: dict[str, float], part: str, function):
     @functools.wraps(function)
@@ -74,7 +85,7 @@ def _timed(totals: dict[str, float], part: str, function):
     return wrapper
 
 
-def run_arm(shared: bool, steps: int, out: Path, more: list[str]) -> list[dict[str, float]]:
+def run_arm(shared: bool, steps: int, out: Path, more: list[str], config: Path = DEMO) -> list[dict[str, float]]:
     totals: dict[str, float] = defaultdict(float)
     steps_callback = _Steps(totals)
     original_init = SealTrainer.__init__
@@ -87,7 +98,7 @@ def run_arm(shared: bool, steps: int, out: Path, more: list[str]) -> list[dict[s
     flags = ["--output_dir", str(out), "--max_steps", str(steps), "--sft_warmup_steps", "0"]
     flags += ["--held_out_comparison", "false", "--publish_run", "", "--save_strategy", "no"]
     flags += ["--share_prompt_forward", str(shared).lower(), "--disable_tqdm", "true", *more]
-    args = seal.make_parser().parse_args_and_config(["--config", str(DEMO), *flags])
+    args = seal.make_parser().parse_args_and_config(["--config", str(config), *flags])
     args[0].publish_run = None
     logps = _timed(totals, "log-prob forward", SealTrainer._get_per_token_logps_and_entropies)
     with (
@@ -97,7 +108,7 @@ def run_arm(shared: bool, steps: int, out: Path, more: list[str]) -> list[dict[s
         mock.patch.object(seal, "run_summary", lambda *a, **k: ""),
     ):
         seal.main(*args)
-    return steps_callback.rows[1:]
+    return steps_callback.rows
 
 
 def main() -> None:
@@ -106,26 +117,36 @@ def main() -> None:
     parser.add_argument(
         "--smoke", action="store_true", help="the tiny random model, 1 task x 2 rollouts, 8 tokens (the tests' run)"
     )
+    parser.add_argument("--compare", choices=["shared_prompt", "bf16"], default="shared_prompt", help="the two arms")
+    parser.add_argument("--config", type=Path, default=DEMO, help="the recipe config whose GRPO step is timed")
     options = parser.parse_args()
     if options.steps < 2:
         parser.error("--steps must be >= 2 (the first step is not counted)")
-    means = {}
+    if options.compare == "bf16":
+        arms = {"fp32": (True, ["--bf16", "false"]), "bf16 autocast": (True, ["--bf16", "true"])}
+    else:
+        arms = {"TRL forward": (False, []), "shared prompt": (True, [])}
+    means, first_loss = {}, {}
     with tempfile.TemporaryDirectory() as tmp:
         more = []
         if options.smoke:
             from seal_hub.models import build_tiny_model
 
             more = ["--model_name_or_path", str(build_tiny_model(Path(tmp) / "tiny")), *SMOKE]
-        for name, shared in (("TRL forward", False), ("shared prompt", True)):
-            rows = run_arm(shared, options.steps, Path(tmp) / name.replace(" ", "_"), more)
-            means[name] = {key: statistics.mean(row[key] for row in rows) for key in (*PARTS, "wall")}
-    print(f"one demo GRPO step (mean of {options.steps - 1} after a warm-up step), seconds:")
+        for name, (shared, flags) in arms.items():
+            rows = run_arm(shared, options.steps, Path(tmp) / name.replace(" ", "_"), [*more, *flags], options.config)
+            first_loss[name] = rows[0].get("loss")
+            means[name] = {key: statistics.mean(row[key] for row in rows[1:]) for key in (*PARTS, "wall")}
+    print(f"one GRPO step of {options.config.name} (mean of {options.steps - 1} after a warm-up step), seconds:")
     print(f"{'':<18}" + "".join(f"{part:>18}" for part in (*PARTS, "wall")))
     for name, mean in means.items():
         print(f"{name:<18}" + "".join(f"{mean[part]:>18.1f}" for part in (*PARTS, "wall")))
+    baseline, other = means
     loss = {name: m["log-prob forward"] + m["backward"] for name, m in means.items()}
-    print(f"step wall, shared prompt / TRL: {means['shared prompt']['wall'] / means['TRL forward']['wall']:.2f}x")
-    print(f"loss forward+backward, shared prompt / TRL: {loss['shared prompt'] / loss['TRL forward']:.2f}x")
+    if options.compare == "bf16":
+        print("first step's loss (the same rollouts): " + ", ".join(f"{n} {v}" for n, v in first_loss.items()))
+    print(f"step wall, {other} / {baseline}: {means[other]['wall'] / means[baseline]['wall']:.2f}x")
+    print(f"loss forward+backward, {other} / {baseline}: {loss[other] / loss[baseline]:.2f}x")
 
 
 if __name__ == "__main__":

@@ -79,3 +79,17 @@ def test_generation_weights_merge_then_cast_and_name_the_dtype_in_the_record():
     assert with_generation_dtype({"id": "m"}, None) == {"id": "m"}
     with pytest.raises(ValueError, match="generation_dtype must be one of"):
         GenerationWeights(dtype="half")
+
+
+def test_bf16_training_on_a_cpu_needs_its_bf16_instructions(monkeypatch, tmp_path):
+    """bf16 autocast for the loss on a CPU with AMX or AVX512-BF16 (benchmarks/demo_step.py --compare bf16 times it);
+    on one without, the config refuses it in one line instead of converting every product slowly."""
+    from seal_hub.training import SealConfig
+
+    if torch.cuda.is_available():
+        pytest.skip("a GPU takes bf16 whatever the CPU")
+    monkeypatch.setattr(gd, "cpu_flags", lambda: frozenset({"avx512f", "amx_bf16"}))
+    assert SealConfig(output_dir=str(tmp_path), bf16=True, use_cpu=True).bf16 is True
+    monkeypatch.setattr(gd, "cpu_flags", lambda: frozenset({"avx2"}))
+    with pytest.raises(ValueError, match="bf16=True needs a GPU or a CPU with bf16 instructions"):
+        SealConfig(output_dir=str(tmp_path), bf16=True, use_cpu=True)

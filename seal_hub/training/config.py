@@ -22,7 +22,7 @@ from seal_hub.envs.protocol import ErrorKind
 from seal_hub.interface.evolve import INTERFACE_MODES, EvolveConfig, evolve_config_for
 from seal_hub.interface.rho import RhoSettings
 from seal_hub.interface.snapshot import MAX_GUIDELINES
-from seal_hub.models.generation_dtype import check_generation_dtype
+from seal_hub.models.generation_dtype import check_generation_dtype, cpu_has_bf16
 from seal_hub.models.toolcalls import check_parser_style
 from seal_hub.training.groups import DYNAMIC_SAMPLING
 from seal_hub.training.task_sampler import TASK_SAMPLERS
@@ -178,7 +178,11 @@ class SealConfig(GRPOConfig):
         if self.bf16 is None and not torch.cuda.is_available():
             self.bf16 = False  # TRL's default (bf16=True) fails on a CPU
         elif self.bf16 and not torch.cuda.is_available() and not torch.backends.mps.is_available():
-            raise ValueError("bf16=True needs a GPU; on a CPU set bf16=False (--bf16 false, or `bf16: false` in YAML)")
+            if not cpu_has_bf16():  # a CPU with bf16 instructions trains under bf16 autocast; one without converts slowly
+                raise ValueError(
+                    "bf16=True needs a GPU or a CPU with bf16 instructions (AMX or AVX512-BF16; this one lists neither "
+                    "in /proc/cpuinfo): set bf16=False (--bf16 false, or `bf16: false` in YAML)"
+                )
         positive = (
             "evolve_every",
             "max_new_tokens",
