@@ -122,6 +122,16 @@ def main(config_path: str, flags: Sequence[str] = ()) -> Path:
     del parsed
     open_manifest(config, defaults)
 
+    main_suite = config.suites[0]
+
+    def score(subject: Subject) -> None:
+        """The subject's test evaluation on the main suite, into its record at once (a later arm's machine may go)."""
+        out = results_dir(config, subject.folder, main_suite, "test")
+        if not (out / RESULTS_JSON).exists():
+            print(f"experiment: evaluating {subject.folder} on {main_suite}")
+            evaluate_arm(config, model_args, subject, main_suite, out)
+        record_evaluation(config, record_name(subject), "test", out)
+
     def train(arm, seed, settings):
         parser.parse_dict(settings)  # refused here, with the field, before a launch is spent on it
         fresh_warmup = config.has_warmup and not any(config.warmup_dir(seed).glob("*.safetensors"))
@@ -130,10 +140,14 @@ def main(config_path: str, flags: Sequence[str] = ()) -> Path:
         record_training(config, arm, seed, time.monotonic() - started)
         if fresh_warmup:  # built by this launch: its hash recorded, or checked against the recorded one
             print(record_warmup(config, seed).line())
+        if config.dev_split:  # a long run: each policy is scored as soon as it exists, the page redrawn
+            if config.has_warmup:
+                score(Subject(WARMUP_LABEL, f"{WARMUP_DIR}/seed-{seed}", None, seed))
+            score(Subject(arm.label, f"{arm.name}/seed-{seed}", arm, seed))
+            write_learning_report(config.title, config.records, seed)
 
     train_arms(config, train, resolve_model=resolve_model)
     results = eval_arms(config, lambda subject, suite, out: evaluate_arm(config, model_args, subject, suite, out))
-    main_suite = config.suites[0]
     for result in results:  # the test verdicts join the committed records
         if result.subject.seed is not None and main_suite in result.evals:
             record_evaluation(config, record_name(result.subject), "test", result.evals[main_suite])

@@ -197,6 +197,7 @@ def test_the_smart_home_experiment_records_curves_and_pairs_its_arms(tmp_path, m
     monkeypatch.setenv("SEAL_HUB_CACHE", str(tmp_path / "cache"))
     config = yaml.safe_load((ROOT / "recipes" / "configs" / "experiment_smart_home.yaml").read_text())
     config["base_config"] = str(ROOT / "examples" / "smart_home" / "config.yaml")
+    config["accelerate_config"] = str(ROOT / "recipes" / "accelerate" / "cpu.yaml")
     config["base"] |= {
         "model_name_or_path": "tiny",
         "max_steps": 2,
