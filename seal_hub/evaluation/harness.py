@@ -36,7 +36,7 @@ from seal_hub.evaluation.runners import ModelRunner, Runner
 from seal_hub.evaluation.scores import Scores
 from seal_hub.evaluation.store import EvalStore
 from seal_hub.models.parser_style import resolve_parser_style
-from seal_hub.rollout.engine import PolicyInfo, RolloutEngine
+from seal_hub.rollout.engine import DONE_FORMAT, PolicyInfo, RolloutEngine
 from seal_hub.rollout.records import Trajectory
 
 if TYPE_CHECKING:
@@ -115,7 +115,14 @@ def run_evaluation(
     resumed = len(done)
     missing = [task for task in tasks if task.id not in done]
     passed = sum(t.passed for t in done.values())
-    bar = tqdm(total=len(tasks), initial=len(done), desc=f"eval {suite.name}", unit="task", disable=not progress)
+    bar = tqdm(
+        total=len(tasks),
+        initial=len(done),
+        desc=f"eval {suite.name}",
+        unit="tasks",
+        bar_format=DONE_FORMAT,
+        disable=not progress,
+    )
 
     def finished(trajectory: Trajectory) -> None:
         nonlocal passed

@@ -57,6 +57,10 @@ from seal_hub.rollout.records import (
     VerdictRecord,
 )
 
+# Episodes of a batch finish together, near its end: a rate from the first finished ones would predict hours for
+# minutes, so progress bars show what is done and the time so far, not an ETA.
+DONE_FORMAT = "{desc}: {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} {unit} done [{elapsed}{postfix}]"
+
 
 class TemplateError(ValueError):
     """The chat template does not render conversations append-only, so token sequences cannot be kept."""
@@ -336,7 +340,8 @@ class RolloutEngine:
                 queue.append((len(queue), task, index))
         results: list[Trajectory | None] = [None] * len(queue)
         live: list[tuple[int, _Live]] = []
-        bar = tqdm(total=len(queue), desc="rollouts", unit="episode", disable=not progress)
+        bar = tqdm(total=len(queue), desc="rollouts", unit="episodes", bar_format=DONE_FORMAT, disable=not progress)
+        tokens = 0
         try:
             while queue or live:
                 while queue and len(live) < self.config.max_live_episodes:
@@ -349,6 +354,8 @@ class RolloutEngine:
                     seconds = time.perf_counter() - start
                     for episode, generation in zip(waiting, generations, strict=True):
                         episode.apply(generation, seconds)
+                    tokens += sum(len(g.token_ids) for g in generations)
+                    bar.set_postfix_str(f"{tokens:,} tokens generated, {len(live)} live", refresh=True)
                 for position, episode in [item for item in live if item[1].done]:
                     live.remove((position, episode))
                     self.backend.release(episode.session)
