@@ -25,6 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from seal_hub.defaults import DEFAULT_SUITE
 from seal_hub.envs.user.spec import DEFAULT_CALL_TIMEOUT_S, DEFAULT_EVAL_FRACTION
 from seal_hub.models.toolcalls import PARSER_STYLES
 
@@ -35,7 +36,9 @@ PARSER_STYLE_HELP = {"help": "tool-call format (default: the one the chat templa
 class TaskArguments:
     """Which tasks a command runs: a suite, its split, and a subset of it."""
 
-    suite: str = field(default="bfcl", metadata={"help": "task suite: bfcl, bfcl-single, bfcl-memory, tau2-telecom"})
+    suite: str = field(
+        default=DEFAULT_SUITE, metadata={"help": "task suite: bfcl, bfcl-single, bfcl-memory, tau2-telecom"}
+    )
     split: str = field(default="test", metadata={"help": "train, test or all (or a suite's named split)"})
     split_file: str | None = field(
         default=None,

@@ -12,3 +12,4 @@ live with its episodes, `seal_hub.envs.episode`), or the numbers of one recipe (
 EVAL_MAX_NEW_TOKENS = 512  # tokens per model step when scoring: `seal-hub eval`, held-out evaluations, the experiment
 MAX_CONTEXT_TOKENS = 8192  # the longest token sequence of one episode (the paper's prompt limit)
 MAX_LIVE_EPISODES = 16  # episodes generated together in one batch (which rows batch together changes rounding)
+DEFAULT_SUITE = "bfcl"  # the suite a command or config means when it names none: BFCL v3 multi-turn, the paper's

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 
 from seal_hub.cli_args import EnvironmentArguments, field_parser, from_namespace
+from seal_hub.defaults import DEFAULT_SUITE
 
 
 def _diagnose(args: argparse.Namespace) -> int:
@@ -52,5 +53,5 @@ def add_diagnose_command(commands: argparse._SubParsersAction) -> None:
         help="label every turn of trajectories and print the failure profile",
     )
     diagnose.add_argument("traj_dir", help="a directory of trajectory Parquet files (or one file)")
-    diagnose.add_argument("--suite", default="bfcl", help="the suite the trajectories were rolled out on")
+    diagnose.add_argument("--suite", default=DEFAULT_SUITE, help="the suite the trajectories were rolled out on")
     diagnose.set_defaults(handler=_diagnose)

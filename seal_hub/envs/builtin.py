@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from seal_hub.defaults import DEFAULT_SUITE
 from seal_hub.envs.suite import Suite, SuiteCard, SuiteError
 
 
@@ -88,7 +89,7 @@ def resolve_suite(
     except ValueError as exc:
         raise SuiteError(str(exc)) from None
     if spec is None and record is None:
-        return load_suite(suite or "bfcl")
+        return load_suite(suite or DEFAULT_SUITE)
     from seal_hub.envs.user.suite import UserSuite
 
     return UserSuite(spec) if spec is not None else UserSuite.from_record(record)

@@ -22,7 +22,7 @@ from typing import Any
 import yaml
 
 from seal_hub.atomic import write_json
-from seal_hub.defaults import EVAL_MAX_NEW_TOKENS, MAX_CONTEXT_TOKENS, MAX_LIVE_EPISODES
+from seal_hub.defaults import DEFAULT_SUITE, EVAL_MAX_NEW_TOKENS, MAX_CONTEXT_TOKENS, MAX_LIVE_EPISODES
 
 MANIFEST, ARM_FILE, REPORT_DIR, TABLE_FILE = "manifest.json", "arm.json", "report", "experiment.md"
 SCHEMA = "seal_hub.experiment/1"
@@ -45,7 +45,6 @@ SEED_KEYS = ("split_file", "split_seed")
 PER_RUN = (*SWITCHES, "output_dir", "seed", "sft_warmup_dir", "held_out_comparison")  # set by the experiment
 WARMUP_DIR = "warmup"
 RECORDS_DIR = "records"
-DEFAULT_SUITE = "bfcl"  # TaskArguments.suite's default: the base config's suite when it names none
 
 
 class ExperimentError(ValueError):

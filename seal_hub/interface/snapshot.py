@@ -34,6 +34,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from seal_hub.atomic import write_text
+from seal_hub.defaults import DEFAULT_SUITE
 from seal_hub.diagnosis import DEFAULT_RHO, FailureProfile, Label
 from seal_hub.envs.protocol import ErrorKind, ToolResult
 
@@ -176,7 +177,7 @@ class InterfaceSnapshot(_Frozen):
     version: str = Field(pattern=_VERSION)
     parent: str | None = Field(default=None, pattern=_VERSION)
     created_at: str = Field(default_factory=_now)
-    suite: str = "bfcl"
+    suite: str = DEFAULT_SUITE
     schema_cues: SchemaCues = SchemaCues()
     recovery_feedback: RecoveryFeedback = RecoveryFeedback()
     capability_guidelines: CapabilityGuidelines = CapabilityGuidelines()
@@ -219,7 +220,7 @@ class InterfaceSnapshot(_Frozen):
         return self
 
     @classmethod
-    def null(cls, suite: str = "bfcl") -> InterfaceSnapshot:
+    def null(cls, suite: str = DEFAULT_SUITE) -> InterfaceSnapshot:
         """BFCL's original protocol: tools, results and prompts exactly as the suite gives them."""
         return cls(version="v0", suite=suite)
 

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 from urllib.parse import urlencode
 
+from seal_hub.defaults import DEFAULT_SUITE
 from seal_hub.replay.chat import ReplayView, clamp, render_episode
 from seal_hub.replay.compare import align, alignment_markdown, interface_changes, shown_diff_html
 from seal_hub.replay.episodes import ALL, EpisodeFilter, EpisodeSummary, EpisodeTable, ReplayError
@@ -159,7 +160,7 @@ class Viewer:
     @property
     def suite(self) -> Any:
         """BFCL multi-turn: the suite of a run whose snapshots name none other."""
-        return self.suite_for("bfcl")
+        return self.suite_for(DEFAULT_SUITE)
 
     def add_suite(self, suite: Any) -> None:
         """Share a suite loaded already (by the Space's caller, a benchmark, a test) instead of loading it again."""

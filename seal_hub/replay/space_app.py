@@ -27,6 +27,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from seal_hub.defaults import DEFAULT_SUITE
+
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
 import gradio as gr  # noqa: E402
@@ -287,7 +289,7 @@ class Page:
             from seal_hub.interface import InterfaceSnapshot
 
             source = viewer.source(chosen) if chosen.run else None
-            suite = source.interface(source.versions()[-1]).suite if source is not None else "bfcl"
+            suite = source.interface(source.versions()[-1]).suite if source is not None else DEFAULT_SUITE
             snapshot = InterfaceSnapshot.null(suite)
         return LiveRequest(policy=policy, task_id=task, interface=snapshot)
 

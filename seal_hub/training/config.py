@@ -177,12 +177,12 @@ class SealConfig(GRPOConfig):
             self.merge_lora_for_generation = not torch.cuda.is_available()
         if self.bf16 is None and not torch.cuda.is_available():
             self.bf16 = False  # TRL's default (bf16=True) fails on a CPU
-        elif self.bf16 and not torch.cuda.is_available() and not torch.backends.mps.is_available():
-            if not cpu_has_bf16():  # a CPU with bf16 instructions trains under bf16 autocast; one without converts slowly
-                raise ValueError(
-                    "bf16=True needs a GPU or a CPU with bf16 instructions (AMX or AVX512-BF16; this one lists neither "
-                    "in /proc/cpuinfo): set bf16=False (--bf16 false, or `bf16: false` in YAML)"
-                )
+        elif self.bf16 and not (torch.cuda.is_available() or torch.backends.mps.is_available() or cpu_has_bf16()):
+            # a CPU with bf16 instructions trains under autocast; one without would convert every product slowly
+            raise ValueError(
+                "bf16=True needs a GPU or a CPU with bf16 instructions (AMX or AVX512-BF16; this one lists neither in "
+                "/proc/cpuinfo): set bf16=False (--bf16 false, or `bf16: false` in YAML)"
+            )
         positive = (
             "evolve_every",
             "max_new_tokens",

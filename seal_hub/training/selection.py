@@ -19,6 +19,7 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from seal_hub.defaults import DEFAULT_SUITE
 from seal_hub.envs.builtin import require_trainable, resolve_suite, trainable_suites
 from seal_hub.envs.splits import Split
 from seal_hub.envs.suite import Suite, SuiteError, SuiteTask, in_turn
@@ -35,7 +36,7 @@ class TaskArguments:
     """Where the tasks come from and which of them train; the field names are the flags and YAML keys."""
 
     suite: str = field(
-        default="bfcl",
+        default=DEFAULT_SUITE,
         metadata={"help": f"Suite to train on: {', '.join(trainable_suites())} (each suite says why it cannot)."},
     )
     environment: str | None = field(
