@@ -5,6 +5,8 @@
         --output_dir /data/exp-cpu --seeds 0,1,2 --max_steps 6
     python recipes/experiment.py --config recipes/configs/experiment_qwen2.5-3b-lora.yaml
     python recipes/experiment.py --config recipes/configs/experiment_qwen2.5-7b-full.yaml   # 4 GPUs, ZeRO-3
+    python recipes/experiment.py --config recipes/configs/experiment_smart_home.yaml       # the long runs: curves
+    python recipes/experiment.py --config recipes/configs/experiment_bfcl_single.yaml
 
 The arms are the paper's: vanilla GRPO (all three SEAL switches off), full SEAL, and without environment
 adaptation / reweighting / the closed loop. Each is `recipes/seal.py` on the experiment's base config plus its
@@ -18,6 +20,12 @@ The experiment is one process (`python`, or `accelerate launch` of one process):
 `accelerate launch` of the recipe under the config's `accelerate_config` (`single_gpu.yaml`, `zero3.yaml`, ...), so
 the memory an arm held (a colocated vLLM engine's above all) is given back before the next one starts; the
 evaluations run in this process afterwards, on one device.
+
+A long run (its base config scores a dev split every `eval_every_steps`, as `experiment_smart_home.yaml` does) also
+scores each policy on the test split as soon as it is trained, the shared warm-up on the dev split (the curves'
+step 0) and under each interface version the SEAL arm made, and writes what must outlive the machine to
+`records_dir` (`seal_hub.experiment.records`; committed: an arm recorded there is not trained again) with the page
+`learning.md` (curves, tables, SEAL - plain paired by task: `seal_hub.experiment.learning_report`).
 
 Flags after --config override it: `--output_dir DIR` (anywhere), `--seeds 0,1,2`, any other experiment field
 by name, and any recipe field (`--max_steps 6`, `--learning_rate 1e-4`): it joins the config's `base`, so every
