@@ -78,9 +78,10 @@ def _steps(count: int, dev: dict[int, float]) -> list[dict]:
             "groups": {"drawn": 4, "kept": 3},
             "labels": {"pass": step},
             "interface_version": f"v{step}",
+            "per_category": {"both": [step % 2, 8], "light": [4, 8]},
         }
         if step in dev:
-            line["dev"] = {"average": dev[step], "per_category": {}, "num_tasks": 75}
+            line["dev"] = {"average": dev[step], "per_category": {"both": [1, 40], "light": [2, 40]}, "num_tasks": 80}
         lines.append(line)
     return lines
 
@@ -113,6 +114,8 @@ def test_the_page_gives_the_contract_line_the_curves_and_the_tables(tmp_path):
     assert (records / CURVES_PNG).stat().st_size > 10_000 and f"]({CURVES_PNG})" in text
     assert "| SFT warm-up | 12/40 | 1/40 | **16.2%** |" in text
     assert "| v3 | 10 | 11/40 | 0/40 | 13.8% |" in text  # the frozen warm-up under SEAL's version at step 10
+    assert "| SEAL | 20 | 2 | 1 | 40.0% |" in text  # the dev points per category, light first as the suite orders them
+    assert "| vanilla RL | 11-20 | 40/80 | 5/80 | 30/40 |" in text  # training rollouts per category by 10 steps
     assert "weights sha256 `abababababababab`" in text and "60 min of training on a CPU (? cores)" in text
 
 

@@ -171,6 +171,64 @@ def effect_table(records: Records, seed: int) -> list[str]:
     return lines
 
 
+def category_order(records: Records, seed: int, seen: list[str]) -> list[str]:
+    """`seen` in the suite's order (the one its evaluations record), categories they do not name last."""
+    warmup = records.warmups.get(seed, {})
+    summary = warmup.get("test") or warmup.get("dev") or {}
+    known = list(summary.get("scores", {}).get("per_category", {}))
+    return [c for c in known if c in seen] + [c for c in seen if c not in known]
+
+
+def dev_table(records: Records, seed: int) -> list[str]:
+    """Each arm's dev evaluations, per category (passed of the category's tasks), from the warm-up's on."""
+    warmup = records.warmups.get(seed, {}).get("dev")
+    rows = []
+    for (arm, s), record in sorted(records.arms.items()):
+        for line in record.get("steps", []) if s == seed else []:
+            if "dev" in line:
+                rows.append((record.get("label", arm), line["step"], line["dev"]))
+    if not rows:
+        return []
+    categories = category_order(records, seed, list(rows[0][2]["per_category"]))
+    lines = ["| arm | step | " + " | ".join([*categories, "avg"]) + " |", "|---" * (len(categories) + 3) + "|"]
+    if warmup:
+        per = warmup["scores"]["per_category"]
+        cells = [str(per[c]["passed"]) if c in per else "-" for c in categories]
+        lines.append("| SFT warm-up | 0 | " + " | ".join([*cells, f"{average(warmup):.1f}%"]) + " |")
+    for label, step, point in rows:
+        cells = [str(point["per_category"][c][0]) if c in point["per_category"] else "-" for c in categories]
+        lines.append(f"| {label} | {step} | " + " | ".join([*cells, f"{point['average']:.1f}%"]) + " |")
+    return lines
+
+
+def training_table(records: Records, seed: int, window: int = ROLLING) -> list[str]:
+    """Each arm's training rollouts passed per category, in windows of `window` steps (sampled at the training
+    temperature: what GRPO saw), with the share of drawn groups whose rewards differed."""
+    lines: list[str] = []
+    for (arm, s), record in sorted(records.arms.items()):
+        steps = record.get("steps", []) if s == seed else []
+        if not steps or "per_category" not in steps[0]:
+            continue
+        categories = category_order(
+            records, seed, list(dict.fromkeys(c for line in steps for c in line["per_category"]))
+        )
+        if not lines:
+            head = " | ".join(categories)
+            lines = [f"| arm | steps | {head} | informative groups |", "|---" * (len(categories) + 3) + "|"]
+        for start in range(0, len(steps), window):
+            chunk = steps[start : start + window]
+            cells = []
+            for c in categories:
+                passed = sum(line["per_category"].get(c, [0, 0])[0] for line in chunk)
+                total = sum(line["per_category"].get(c, [0, 0])[1] for line in chunk)
+                cells.append(f"{passed}/{total}" if total else "-")
+            kept = sum(line.get("groups", {}).get("kept", 0) for line in chunk)
+            drawn = sum(line.get("groups", {}).get("drawn", 0) for line in chunk)
+            span = f"{chunk[0]['step']}-{chunk[-1]['step']}"
+            lines.append(f"| {record.get('label', arm)} | {span} | " + " | ".join([*cells, f"{kept}/{drawn}"]) + " |")
+    return lines
+
+
 def write_learning_report(name: str, records_dir: str | Path, seed: int = 0) -> Path:
     """`records_dir/learning.md` and its figure, from the records there; returns the page's path."""
     folder = Path(records_dir)
@@ -194,6 +252,12 @@ def write_learning_report(name: str, records_dir: str | Path, seed: int = 0) -> 
             rows = paired_comparison(verdicts_of(record["test"]), verdicts_of(warmup["test"]))
             label = record.get("label", arm)
             lines += [f"## {label} - warm-up, paired by task", "", *paired_table(rows, label, "warm-up"), ""]
+    dev = dev_table(records, seed)
+    if dev:
+        lines += ["## Dev split over training, per category (tasks passed)", "", *dev, ""]
+    training = training_table(records, seed)
+    if training:
+        lines += ["## Training rollouts passed per category, by 10 steps", "", *training, ""]
     effect = effect_table(records, seed)
     if effect:
         lines += ["## The interface alone: the frozen warm-up on dev under each version SEAL made", "", *effect, ""]
