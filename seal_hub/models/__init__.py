@@ -40,6 +40,7 @@ _LAZY = {
     "load_policy": "seal_hub.models.loading",
     "place_for_inference": "seal_hub.models.loading",
     "resolve_model": "seal_hub.models.loading",
+    "resolve_model_name": "seal_hub.models.loading",
     "build_tiny_model": "seal_hub.models.tiny",
     "named_policy_config": "seal_hub.models.tiny",
 }

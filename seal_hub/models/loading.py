@@ -6,8 +6,9 @@ local directory; the demo model's converted GGUF (`seal_hub.models.demo`) when
 `config.demo_source` says so or when the Hub cannot serve the demo model; otherwise a Hub id at
 `config.model_revision`. Whether the Hub can be reached is decided once per process (`seal_hub.hub.reach`: one
 short probe, no retries); unreachable, the process reads only the Hub cache from then on, the demo model comes
-from the cache or else the GGUF, and the fallback is said in one line. `load_policy(config)` loads from there
-and returns ``(model, tokenizer)``:
+from the cache or else the GGUF, and the fallback is said in one line. `resolve_model_name(name)` does the same
+for a model named by one string (a trainer's `model`), and fails in one line for a Hub id neither the Hub nor its
+cache can serve. `load_policy(config)` loads from there and returns ``(model, tokenizer)``:
 
 - the base model, in `config.dtype`, 4-bit NF4 (QLoRA) or 8-bit when asked; it is *not* wrapped with LoRA:
   pass `lora_config(config)` to the TRL trainer as `peft_config` and TRL wraps it (the TRL convention);
@@ -88,6 +89,22 @@ def resolve_model(config: PolicyConfig) -> ResolvedModel:
     return ResolvedModel("hub", name, revision)
 
 
+def resolve_model_name(name: str, revision: str | None = None) -> tuple[str, ResolvedModel]:
+    """`resolve_model` for a policy named by one string, as a trainer's `model` names it: `demo`, `tiny`, a Hub id
+    ('org/name', or 'org/name@revision' where `revision` is not given) or a local directory.
+
+    Returns the policy's id as records name it (the demo model's Hub id for `demo`, a Hub id without its revision)
+    and where it is read from. A Hub id that neither the Hub nor its cache can serve fails here, in one line that
+    says what to do, instead of in transformers."""
+    config = PolicyConfig(model_name_or_path=name, model_revision=revision)
+    resolved = resolve_model(config)
+    if resolved.source == "hub":
+        unserved = _hub_unserved(resolved.path, resolved.revision)
+        if unserved is not None:
+            raise OSError(_unserved_message(resolved.path, resolved.revision, unserved))
+    return config.model_name_or_path, resolved
+
+
 def load_policy(
     config: PolicyConfig, trust_remote_code: bool = False
 ) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
@@ -119,13 +136,8 @@ def load_policy(
     except OSError as error:
         if resolved.source != "hub":
             raise
-        offline = f" ({reach.reason})" if reach is not None and not reach.online else ""
-        raise OSError(
-            f"could not load {resolved.path!r} at revision {revision!r} from the Hugging Face Hub{offline}, and it "
-            f"is not a local directory. Download it while online (`hf download {resolved.path}`) and set "
-            "HF_HUB_OFFLINE=1, pass the directory of a saved model, or check the id, revision and access rights. "
-            f"Cause: {error}"
-        ) from error
+        offline = reach.reason if reach is not None and not reach.online else ""
+        raise OSError(f"{_unserved_message(resolved.path, revision, offline)}. Cause: {error}") from error
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
     ensure_tool_template(tokenizer, model, mode=config.chat_template)
@@ -187,6 +199,16 @@ def _check_model_dir(path: Path, name: str) -> Path:
 def _looks_like_path(name: str) -> bool:
     """Whether `name` can only be a filesystem path (a Hub id is 'name' or 'org/name', without these marks)."""
     return name.startswith(("/", ".", "~", "\\")) or name.count("/") > 1 or "\\" in name or ":" in name
+
+
+def _unserved_message(repo_id: str, revision: str | None, why: str) -> str:
+    """What to do about a Hub id that cannot be loaded (`why`, when known, says why not), in one line."""
+    why = f" ({why})" if why else ""
+    return (
+        f"could not load {repo_id!r} at revision {revision or 'main'!r} from the Hugging Face Hub{why}, and it is "
+        f"not a local directory. Download it while online (`hf download {repo_id}`) and set HF_HUB_OFFLINE=1, pass "
+        "the directory of a saved model, or check the id, revision and access rights"
+    )
 
 
 def _demo_unserved(config: PolicyConfig) -> str | None:

@@ -1,10 +1,11 @@
 """SEAL on TRL: a `GRPOTrainer` whose rollouts come from the multi-turn engine and whose advantages the
 diagnosis reweights, with the learning interface evolving as training goes.
 
-`SealTrainer` takes `GRPOTrainer`'s arguments (TRL 1.16), in its order and meaning: `model` (a model id or object),
-`reward_funcs`, `args` (a `SealConfig`, which is a `GRPOConfig`), `train_dataset`, `eval_dataset`,
-`processing_class`, `reward_processing_classes`, `callbacks`, `optimizers`, `quantization_config`, `peft_config`,
-`tools`, `rollout_func`, `environment_factory`; a GRPO script whose only changes are `GRPOTrainer -> SealTrainer`
+`SealTrainer` takes `GRPOTrainer`'s arguments (TRL 1.16), in its order and meaning: `model` (a model object, or a
+name resolved as every seal-hub command resolves one, `trl_args.trl_model`: `demo`, `tiny`, a Hub id, a local path),
+`reward_funcs`, `args` (a `SealConfig`, which is a `GRPOConfig`), `train_dataset`, `eval_dataset`, `processing_class`,
+`reward_processing_classes`, `callbacks`, `optimizers`, `quantization_config`, `peft_config`, `tools`,
+`rollout_func`, `environment_factory`; a GRPO script whose only changes are `GRPOTrainer -> SealTrainer`
 and `GRPOConfig -> SealConfig` trains with SEAL (its environment, reward functions, tools and datasets become a
 suite through `seal_hub.envs.user.trl_setup.user_suite_from_trl`; `eval_dataset`'s rows are the held-out tasks).
 After them come SEAL's own keywords: a built-in suite by name or object (`suite=`, with `train_tasks` and
@@ -111,7 +112,7 @@ from seal_hub.training.run_records import (
 from seal_hub.training.sampler import EpochRepeatSampler, SamplerEpoch
 from seal_hub.training.shared_prompt import shared_prompt_logps, shares_prompts, whole_groups
 from seal_hub.training.task_sampler import TaskSampler
-from seal_hub.training.trl_args import model_name, refuse_unsupported, trl_suite
+from seal_hub.training.trl_args import model_name, refuse_unsupported, trl_model, trl_suite
 
 if TYPE_CHECKING:
     from seal_hub.hub.artifacts import PublishConfig
@@ -219,7 +220,8 @@ class SealTrainer(GRPOTrainer):
                 "eval_every_steps > 0 needs held-out tasks: give eval_dataset (TRL's form) or held_out_tasks "
                 "(seal_hub.training.held_out.held_out_tasks of the test split)"
             )
-        policy_id = policy_id or (model if isinstance(model, str) else model_name(model))
+        model, resolved_id = trl_model(model, args)  # a name: resolved as seal-hub commands resolve it
+        policy_id = policy_id or resolved_id or model_name(model)
         publisher = publish_callback(callbacks)
         self.held_out_tasks = list(held_out_tasks or [])
         self.held_out_at_end = held_out_at_end  # False: the last step's held-out evaluation is the caller's

@@ -11,6 +11,9 @@ weighted sources per rollout; TRL's own evaluation loop would call the rollout f
 where SEAL's held-out evaluation (`eval_every_steps`) scores those rows with its protocol; a plain `GRPOConfig`
 lacks SEAL's fields.
 
+A model named by a string is resolved as every seal-hub command resolves one (`trl_model`), so `demo`, `tiny` and the
+demo model's Hub id load offline, and a name nothing can serve fails in one line before TRL reads it.
+
 Not covered: the training loop (`seal_hub.training.trainer`).
 """
 
@@ -27,6 +30,26 @@ def model_name(model: Any) -> str:
     """A model's name as TRL names a default output_dir: the id's last part, or its config's ``name_or_path``."""
     name = model if isinstance(model, str) else getattr(getattr(model, "config", None), "name_or_path", "") or "model"
     return str(name).rstrip("/").split("/")[-1]
+
+
+def trl_model(model: Any, args: SealConfig) -> tuple[Any, str | None]:
+    """What `model` TRL is given, and the policy's id for SEAL's records (``None`` for a model object).
+
+    A string goes through the resolver every seal-hub command uses (`seal_hub.models.loading.resolve_model_name`):
+    `demo`, `tiny`, the demo model's Hub id (from the packaged GGUF when the Hub cannot serve it), any other Hub id
+    ('org/name@revision' too) or local path; TRL then loads the resolved directory or id with `model_init_kwargs`
+    as it loads any string, their ``revision`` being the resolved one (none for a local directory)."""
+    if not isinstance(model, str):
+        return model, None
+    from seal_hub.models.loading import resolve_model_name
+
+    kwargs = dict(args.model_init_kwargs or {})
+    policy_id, resolved = resolve_model_name(model, kwargs.pop("revision", None))
+    if resolved.source == "hub" and resolved.revision is not None:
+        kwargs["revision"] = resolved.revision
+    if kwargs != (args.model_init_kwargs or {}):
+        args.model_init_kwargs = kwargs or None
+    return resolved.path, policy_id
 
 
 def refuse_unsupported(args: Any, rollout_func: Any, reward_processing_classes: Any) -> None:
