@@ -70,6 +70,7 @@ from seal_hub.experiment.learning import (
     results_dir,
 )
 from seal_hub.experiment.learning_report import write_learning_report
+from seal_hub.experiment.records import load_record
 from seal_hub.experiment.run import WARMUP_LABEL, Subject
 from seal_hub.hub import HubError
 from seal_hub.hub.sources import SourceError
@@ -151,6 +152,7 @@ def main(config_path: str, flags: Sequence[str] = ()) -> Path:
         if config.dev_split:  # a long run: each policy is scored as soon as it exists, the page redrawn
             if config.has_warmup:
                 score(Subject(WARMUP_LABEL, f"{WARMUP_DIR}/seed-{seed}", None, seed))
+                learning_stages(config, model_args, main_suite, seed, effect=False)  # the curves' step 0
             score(Subject(arm.label, f"{arm.name}/seed-{seed}", arm, seed))
             write_learning_report(config.title, config.records, seed)
 
@@ -168,16 +170,19 @@ def main(config_path: str, flags: Sequence[str] = ()) -> Path:
     return table
 
 
-def learning_stages(config: ExperimentConfig, model_args, suite: str, seed: int) -> None:
-    """The seed's warm-up scored on the dev split (the curves' step 0), then, with the SEAL arm trained here,
-    under each interface version that arm made (the interface's own effect on a frozen policy)."""
+def learning_stages(config: ExperimentConfig, model_args, suite: str, seed: int, effect: bool = True) -> None:
+    """The seed's warm-up scored on the dev split (the curves' step 0), then (`effect`), with the SEAL arm trained
+    here, under each interface version that arm made (the interface's own effect on a frozen policy)."""
     warmup = Subject(WARMUP_LABEL, f"{WARMUP_DIR}/seed-{seed}", None, seed)
     out = results_dir(config, warmup.folder, suite, config.dev_split)
-    if not (out / RESULTS_JSON).exists():
+    recorded = "dev" in load_record(config.records, f"warmup-seed-{seed}")
+    if not (out / RESULTS_JSON).exists() and not recorded:  # (a record made on another machine stands)
         print(f"experiment: scoring the warm-up on the {config.dev_split} split")
         evaluate_arm(config, model_args, warmup, suite, out, split=config.dev_split)
-    record_evaluation(config, f"warmup-seed-{seed}", "dev", out)
-    if not (config.interface_effect and "seal" in config.arms and config.run_dir(ARMS_BY_NAME["seal"], seed).is_dir()):
+    if (out / RESULTS_JSON).exists():
+        record_evaluation(config, f"warmup-seed-{seed}", "dev", out)
+    seal_run = config.run_dir(ARMS_BY_NAME["seal"], seed)
+    if not (effect and config.interface_effect and "seal" in config.arms and seal_run.is_dir()):
         return
     for step, snapshot in interface_versions(config, seed):
         if effect_done(config, seed, snapshot.version):
