@@ -125,7 +125,7 @@ def main() -> None:
     if options.compare == "bf16":
         arms = {"fp32": (True, ["--bf16", "false"]), "bf16 autocast": (True, ["--bf16", "true"])}
     else:
-        arms = {"TRL forward": (False, []), "shared prompt": (True, [])}
+        arms = {"TRL": (False, []), "shared prompt": (True, [])}  # names: the contract line
     means, first_loss = {}, {}
     with tempfile.TemporaryDirectory() as tmp:
         more = []

@@ -127,11 +127,12 @@ def test_the_avx512_bf16_stand_in_makes_bitsandbytes_log_its_notice():
     assert "Failed to load CPU gemm_4bit_forward from kernels-community" in done.stderr
 
 
-def test_seal_hub_train_refuses_a_bad_config_in_one_line(tmp_path, capsys):
+def test_seal_hub_train_refuses_a_bad_config_in_one_line(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr("seal_hub.training.config.cpu_has_bf16", lambda: False)  # a CPU with them trains in bf16
     assert cli_main(["train", "--config", str(tmp_path / "missing.yaml")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("seal-hub train: error: ") and "missing.yaml" in err[0]
-    assert cli_main(["train", "--bf16", "true", "--output_dir", str(tmp_path)]) == 2  # the demo config, on a CPU
+    assert cli_main(["train", "--bf16", "true", "--output_dir", str(tmp_path)]) == 2  # the demo config, no bf16 CPU
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1].startswith("seal-hub train: error: ") and "bf16=False" in err[-1] and "Traceback" not in err
 

@@ -61,14 +61,19 @@ def test_ablation_flags_override_the_yaml(monkeypatch, tmp_path):
     assert (training.env_adaptation, training.reweighting, training.closed_loop) == (False, False, False)
 
 
-def test_bf16_on_a_cpu_is_refused_with_the_fix(monkeypatch, tmp_path):
-    with pytest.raises(ValueError, match="bf16=False"):
+@pytest.mark.parametrize("bf16_cpu", [False, True], ids=["cpu-without-bf16", "cpu-with-bf16"])
+def test_bf16_on_a_cpu_is_refused_with_the_fix(bf16_cpu, monkeypatch, tmp_path):
+    """A GPU config on a machine without a GPU: a CPU without bf16 instructions cannot take bf16, one with them
+    only with use_cpu (transformers' own refusal names neither fix)."""
+    monkeypatch.setattr("seal_hub.training.config.cpu_has_bf16", lambda: bf16_cpu)
+    with pytest.raises(ValueError, match="use_cpu=True" if bf16_cpu else "lists neither") as refused:
         parse(
             ROOT / "recipes" / "configs" / "qwen2.5-3b-lora.yaml",
             "--output_dir",
             str(tmp_path),
             monkeypatch=monkeypatch,
         )
+    assert "bf16=False" in str(refused.value)
 
 
 @pytest.mark.parametrize("config", CONFIGS, ids=lambda p: p.stem)

@@ -177,12 +177,18 @@ class SealConfig(GRPOConfig):
             self.merge_lora_for_generation = not torch.cuda.is_available()
         if self.bf16 is None and not torch.cuda.is_available():
             self.bf16 = False  # TRL's default (bf16=True) fails on a CPU
-        elif self.bf16 and not (torch.cuda.is_available() or torch.backends.mps.is_available() or cpu_has_bf16()):
+        elif self.bf16 and not (torch.cuda.is_available() or torch.backends.mps.is_available()):
             # a CPU with bf16 instructions trains under autocast; one without would convert every product slowly
-            raise ValueError(
-                "bf16=True needs a GPU or a CPU with bf16 instructions (AMX or AVX512-BF16; this one lists neither in "
-                "/proc/cpuinfo): set bf16=False (--bf16 false, or `bf16: false` in YAML)"
-            )
+            if not cpu_has_bf16():
+                raise ValueError(
+                    "bf16=True needs a GPU or a CPU with bf16 instructions (AMX or AVX512-BF16; this one lists neither"
+                    " in /proc/cpuinfo): set bf16=False (--bf16 false, or `bf16: false` in YAML)"
+                )
+            if not self.use_cpu:
+                raise ValueError(
+                    "bf16=True with no GPU trains on this CPU's bf16 instructions only with use_cpu=True (--use_cpu "
+                    "true); or set bf16=False (--bf16 false, or `bf16: false` in YAML)"
+                )
         positive = (
             "evolve_every",
             "max_new_tokens",
