@@ -23,7 +23,8 @@ evaluations run in this process afterwards, on one device.
 
 A long run (its base config scores a dev split every `eval_every_steps`, as `experiment_smart_home.yaml` does) also
 scores each policy on the test split as soon as it is trained, the shared warm-up on the dev split (the curves'
-step 0) and under each interface version the SEAL arm made, and writes what must outlive the machine to
+step 0) and, once the SEAL arm is scored, under each interface version it made (a relaunch does what a stopped run
+left of these before it trains on), and writes what must outlive the machine to
 `records_dir` (`seal_hub.experiment.records`; committed: an arm recorded there is not trained again) with the page
 `learning.md` (curves, tables, SEAL - plain paired by task: `seal_hub.experiment.learning_report`).
 
@@ -61,6 +62,7 @@ from seal_hub.experiment import (
 from seal_hub.experiment.config import WARMUP_DIR
 from seal_hub.experiment.learning import (
     arm_record_name,
+    arm_recorded,
     effect_done,
     interface_versions,
     record_evaluation,
@@ -152,10 +154,15 @@ def main(config_path: str, flags: Sequence[str] = ()) -> Path:
         if config.dev_split:  # a long run: each policy is scored as soon as it exists, the page redrawn
             if config.has_warmup:
                 score(Subject(WARMUP_LABEL, f"{WARMUP_DIR}/seed-{seed}", None, seed))
-                learning_stages(config, model_args, main_suite, seed, effect=False)  # the curves' step 0
             score(Subject(arm.label, f"{arm.name}/seed-{seed}", arm, seed))
+            if config.has_warmup:  # the curves' step 0; after SEAL, its interfaces' own effect
+                learning_stages(config, model_args, main_suite, seed)
             write_learning_report(config.title, config.records, seed)
 
+    if config.dev_split and config.has_warmup:  # what a stopped run left of those stages comes before more training
+        for seed in config.seeds:
+            if any(config.warmup_dir(seed).glob("*.safetensors")):
+                learning_stages(config, model_args, main_suite, seed)
     train_arms(config, train, resolve_model=resolve_model)
     results = eval_arms(config, lambda subject, suite, out: evaluate_arm(config, model_args, subject, suite, out))
     for result in results:  # the test verdicts join the committed records
@@ -172,7 +179,8 @@ def main(config_path: str, flags: Sequence[str] = ()) -> Path:
 
 def learning_stages(config: ExperimentConfig, model_args, suite: str, seed: int, effect: bool = True) -> None:
     """The seed's warm-up scored on the dev split (the curves' step 0), then (`effect`), with the SEAL arm trained
-    here, under each interface version that arm made (the interface's own effect on a frozen policy)."""
+    here, under each interface version that arm made (the interface's own effect on a frozen policy), and SEAL's
+    final policy under the last version it trained under (its dev points read the original interface)."""
     warmup = Subject(WARMUP_LABEL, f"{WARMUP_DIR}/seed-{seed}", None, seed)
     out = results_dir(config, warmup.folder, suite, config.dev_split)
     recorded = "dev" in load_record(config.records, f"warmup-seed-{seed}")
@@ -181,10 +189,13 @@ def learning_stages(config: ExperimentConfig, model_args, suite: str, seed: int,
         evaluate_arm(config, model_args, warmup, suite, out, split=config.dev_split)
     if (out / RESULTS_JSON).exists():
         record_evaluation(config, f"warmup-seed-{seed}", "dev", out)
-    seal_run = config.run_dir(ARMS_BY_NAME["seal"], seed)
-    if not (effect and config.interface_effect and "seal" in config.arms and seal_run.is_dir()):
+    seal = ARMS_BY_NAME["seal"]
+    if not (effect and config.interface_effect and "seal" in config.arms and config.run_dir(seal, seed).is_dir()):
         return
-    for step, snapshot in interface_versions(config, seed):
+    if not arm_recorded(config, seal, seed):  # its versions are read once it is trained and scored
+        return
+    versions = interface_versions(config, seed)
+    for step, snapshot in versions:
         if effect_done(config, seed, snapshot.version):
             continue
         out = results_dir(config, warmup.folder, suite, config.dev_split, snapshot.version)
@@ -192,6 +203,14 @@ def learning_stages(config: ExperimentConfig, model_args, suite: str, seed: int,
             print(f"experiment: the warm-up on {config.dev_split} under SEAL's interface {snapshot.version}")
             evaluate_arm(config, model_args, warmup, suite, out, split=config.dev_split, interface=snapshot)
         record_interface_effect(config, seed, step, snapshot.version, out)
+    step, last = versions[-1] if versions else (0, None)
+    if last is not None and not effect_done(config, seed, last.version, "trained"):
+        trained = Subject(seal.label, f"{seal.name}/seed-{seed}", seal, seed)  # its final policy, on its last version
+        out = results_dir(config, trained.folder, suite, config.dev_split, last.version)
+        if not (out / RESULTS_JSON).exists():
+            print(f"experiment: SEAL's policy on {config.dev_split} under its last interface {last.version}")
+            evaluate_arm(config, model_args, trained, suite, out, split=config.dev_split, interface=last)
+        record_interface_effect(config, seed, step, last.version, out, policy="trained")
 
 
 def record_name(subject: Subject) -> str:

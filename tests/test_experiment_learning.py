@@ -103,6 +103,8 @@ def test_the_page_gives_the_contract_line_the_curves_and_the_tables(tmp_path):
     update_record(
         records, "interface-effect-seed-0", seed=0, versions={"v3": {"step": 10, **_summary({"light": 11, "both": 0})}}
     )
+    trained = {"v20": {"step": 20, **_summary({"light": 3, "both": 1})}}
+    update_record(records, "interface-effect-seed-0", trained=trained)
 
     page = write_learning_report("smart_home", records)
     text = page.read_text()
@@ -114,6 +116,8 @@ def test_the_page_gives_the_contract_line_the_curves_and_the_tables(tmp_path):
     assert (records / CURVES_PNG).stat().st_size > 10_000 and f"]({CURVES_PNG})" in text
     assert "| SFT warm-up | 12/40 | 1/40 | **16.2%** |" in text
     assert "| v3 | 10 | 11/40 | 0/40 | 13.8% |" in text  # the frozen warm-up under SEAL's version at step 10
+    # SEAL's final policy: its step-20 dev point (original interface), then under the version it trained under last
+    assert "| original (null) | 20 | 1/40 | 2/40 | 40.0% |" in text and "| v20 | 20 | 1/40 | 3/40 | 5.0% |" in text
     assert "| SEAL | 20 | 2 | 1 | 40.0% |" in text  # the dev points per category, light first as the suite orders them
     assert "| vanilla RL | 11-20 | 40/80 | 5/80 | 30/40 |" in text  # training rollouts per category by 10 steps
     assert "weights sha256 `abababababababab`" in text and "60 min of training on a CPU (? cores)" in text
@@ -230,10 +234,13 @@ def test_the_smart_home_experiment_records_curves_and_pairs_its_arms(tmp_path, m
         assert record["test"]["num_tasks"] == 5 and len(record["test"]["verdicts"]) == 5
     warmup = load_record(records, "warmup-seed-0")
     assert warmup["dev"]["split"] == "dev" and warmup["dev"]["num_tasks"] == 5 and len(warmup["sha256"]) == 64
-    effect = load_record(records, "interface-effect-seed-0")["versions"]
-    assert effect and all(
-        point["split"] == "dev" and point["interface"]["version"] == v for v, point in effect.items()
+    effect = load_record(records, "interface-effect-seed-0")
+    assert effect["versions"] and all(
+        point["split"] == "dev" and point["interface"]["version"] == v for v, point in effect["versions"].items()
     )
+    [(last, trained)] = effect["trained"].items()  # SEAL's final policy under the last version it trained under
+    assert trained["split"] == "dev" and last == list(effect["versions"])[-1]
+    assert trained["step"] == effect["versions"][last]["step"] and trained["interface"]["version"] == last
     page = (records / "learning.md").read_text()
     assert CONTRACT.match(page.splitlines()[2]) and (records / CURVES_PNG).exists()
 

@@ -135,19 +135,23 @@ def interface_versions(config: ExperimentConfig, seed: int) -> list[tuple[int, A
     return chosen
 
 
-def record_interface_effect(config: ExperimentConfig, seed: int, step: int, version: str, results_dir: Path) -> None:
-    """Add the frozen warm-up's dev evaluation under `version` (in force at the SEAL arm's `step`)."""
+def record_interface_effect(
+    config: ExperimentConfig, seed: int, step: int, version: str, results_dir: Path, policy: str = "versions"
+) -> None:
+    """Add a dev evaluation under `version` (in force at the SEAL arm's `step`) to the seed's interface-effect
+    record: the frozen warm-up's (`policy` "versions"), or SEAL's trained policy's ("trained": does the policy lean
+    on the interface it trained under?)."""
     from seal_hub.evaluation.results import RESULTS_JSON
 
     name = effect_record_name(seed)
     results = json.loads((results_dir / RESULTS_JSON).read_text(encoding="utf-8"))
-    points = dict(load_record(config.records, name).get("versions", {}))
+    points = dict(load_record(config.records, name).get(policy, {}))
     points[version] = {"step": step, **evaluation_summary(results)}
-    update_record(config.records, name, seed=seed, versions=points)
+    update_record(config.records, name, seed=seed, **{policy: points})
 
 
-def effect_done(config: ExperimentConfig, seed: int, version: str) -> bool:
-    return version in load_record(config.records, effect_record_name(seed)).get("versions", {})
+def effect_done(config: ExperimentConfig, seed: int, version: str, policy: str = "versions") -> bool:
+    return version in load_record(config.records, effect_record_name(seed)).get(policy, {})
 
 
 def results_dir(config: ExperimentConfig, folder: str, suite: str, split: str, interface: str | None = None) -> Path:

@@ -102,7 +102,9 @@ def draw_curves(records: Records, seed: int, path: Path) -> Path | None:
     if start is not None:
         dev_axes.axhline(start, color="black", linestyle="--", linewidth=1, label=f"SFT warm-up ({start:.1f}%)")
     dev_axes.set_ylabel("dev success, avg of categories (%)")
-    dev_axes.set_title(f"Held-out dev split, greedy, original interface (seed {seed})")
+    tasks = next((line["dev"].get("num_tasks") for _, r in arms for line in r["steps"] if "dev" in line), None)
+    size = f"{tasks} tasks, " if tasks else ""
+    dev_axes.set_title(f"Dev split ({size}never trained on), greedy, original interface (seed {seed})")
     dev_axes.grid(alpha=0.3)
     dev_axes.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=10)
     train_axes.set_ylabel(f"training rollouts (%),\n{ROLLING}-step mean")
@@ -159,9 +161,32 @@ def effect_table(records: Records, seed: int) -> list[str]:
     rows += [(version, str(point["step"]), point) for version, point in effect.items()]
     if len(rows) < 2:
         return []
+    return summary_table(rows, "interface", "SEAL step")
+
+
+def trained_effect_table(records: Records, seed: int) -> list[str]:
+    """SEAL's final policy on dev under the original interface (its last dev point) and under the last version it
+    trained under."""
+    trained = records.effects.get(seed, {}).get("trained", {})
+    steps = [line for line in records.arms.get((SEAL, seed), {}).get("steps", []) if "dev" in line]
+    if not trained or not steps:
+        return []
+    last = steps[-1]
+    original = {"scores": {"average": last["dev"]["average"], "per_category": per_category(last["dev"])}}
+    rows = [("original (null)", str(last["step"]), original)]
+    rows += [(version, str(point["step"]), point) for version, point in trained.items()]
+    return summary_table(rows, "interface", "policy after step")
+
+
+def per_category(dev: dict[str, Any]) -> dict[str, dict[str, int]]:
+    """A step's dev point (category -> [passed, total]) as an evaluation summary's categories."""
+    return {c: {"passed": p, "total": t} for c, (p, t) in dev["per_category"].items()}
+
+
+def summary_table(rows: list[tuple[str, str, dict[str, Any]]], first: str, second: str) -> list[str]:
     categories = list(rows[0][2]["scores"]["per_category"])
     lines = [
-        "| interface | SEAL step | " + " | ".join([*categories, "avg"]) + " |",
+        f"| {first} | {second} | " + " | ".join([*categories, "avg"]) + " |",
         "|---" * (len(categories) + 3) + "|",
     ]
     for version, step, summary in rows:
@@ -261,6 +286,9 @@ def write_learning_report(name: str, records_dir: str | Path, seed: int = 0) -> 
     effect = effect_table(records, seed)
     if effect:
         lines += ["## The interface alone: the frozen warm-up on dev under each version SEAL made", "", *effect, ""]
+    trained = trained_effect_table(records, seed)
+    if trained:
+        lines += ["## SEAL's final policy on dev, without and with the interface it trained under", "", *trained, ""]
     lines += [*run_lines(records, seed), ""]
     page = folder / PAGE
     write_text(page, "\n".join(lines))
