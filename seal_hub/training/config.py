@@ -175,6 +175,8 @@ class SealConfig(GRPOConfig):
         check_not_trainer_push(self)
         if self.merge_lora_for_generation is None:
             self.merge_lora_for_generation = not torch.cuda.is_available()
+        if not torch.accelerator.is_available():
+            self.dataloader_pin_memory = False  # pinning needs an accelerator: on a CPU torch warns and ignores it
         if self.bf16 is None and not torch.cuda.is_available():
             self.bf16 = False  # TRL's default (bf16=True) fails on a CPU
         elif self.bf16 and not (torch.cuda.is_available() or torch.backends.mps.is_available()):
