@@ -177,9 +177,9 @@ def main(config_path: str, flags: Sequence[str] = ()) -> Path:
     return table
 
 
-def learning_stages(config: ExperimentConfig, model_args, suite: str, seed: int, effect: bool = True) -> None:
-    """The seed's warm-up scored on the dev split (the curves' step 0), then (`effect`), with the SEAL arm trained
-    here, under each interface version that arm made (the interface's own effect on a frozen policy), and SEAL's
+def learning_stages(config: ExperimentConfig, model_args, suite: str, seed: int) -> None:
+    """The seed's warm-up scored on the dev split (the curves' step 0), then, once the SEAL arm is trained here and
+    scored, under each interface version that arm made (the interface's own effect on a frozen policy), and SEAL's
     final policy under the last version it trained under (its dev points read the original interface)."""
     warmup = Subject(WARMUP_LABEL, f"{WARMUP_DIR}/seed-{seed}", None, seed)
     out = results_dir(config, warmup.folder, suite, config.dev_split)
@@ -190,7 +190,7 @@ def learning_stages(config: ExperimentConfig, model_args, suite: str, seed: int,
     if (out / RESULTS_JSON).exists():
         record_evaluation(config, f"warmup-seed-{seed}", "dev", out)
     seal = ARMS_BY_NAME["seal"]
-    if not (effect and config.interface_effect and "seal" in config.arms and config.run_dir(seal, seed).is_dir()):
+    if not (config.interface_effect and "seal" in config.arms and config.run_dir(seal, seed).is_dir()):
         return
     if not arm_recorded(config, seal, seed):  # its versions are read once it is trained and scored
         return
