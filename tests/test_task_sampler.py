@@ -34,13 +34,25 @@ def test_frontier_weights_favour_tasks_whose_groups_disagree():
     s.observe([(f"hard_{i}", False) for i in range(3) for _ in range(4)])
     s.observe([(f"mid_{i}", ok) for i in range(3) for ok in (True, False, True, False)])
     easy, hard, mid = s.weights(["easy_7", "hard_7", "mid_7"])
-    assert easy == hard == pytest.approx(FLOOR)  # p = 1 and p = 0: the group always agrees
-    assert mid == pytest.approx(FLOOR + 1 - 2 * 0.5**4)
+    # one task a category: each category's floor share (1/6 of the draw) lifts easy and hard
+    mid_weight = FLOOR + 1 - 2 * 0.5**4
+    assert mid == pytest.approx(mid_weight)
+    assert easy == hard == pytest.approx(mid_weight / 4)  # 1/6 of the total each, mid keeps 4/6
+    weights = s.weights(sorted(CATEGORIES))
+    shares = {
+        c: sum(w for t, w in zip(sorted(CATEGORIES), weights, strict=True) if t.startswith(c)) / sum(weights)
+        for c in ("easy", "hard", "mid")
+    }
+    assert shares["easy"] == pytest.approx(1 / 6) and shares["hard"] == pytest.approx(1 / 6)
+    s.observe([("hard_0", ok) for ok in (True, False, False, False)])  # within a category the frontier rule orders
+    within = s.weights(["hard_0", "hard_7", "mid_7"])
+    assert within[0] > 1.5 * within[1] and sum(within[:2]) >= within[2] / 3 * (1 - 1e-9)  # two categories: 1/4 each
     counts = Counter(
-        task[: task.index("_")] for step in range(200) for task in s.draw(sorted(CATEGORIES), 3, 0, step, 0)
+        task[: task.index("_")] for step in range(300) for task in s.draw(sorted(CATEGORIES), 3, 0, step, 0)
     )
-    assert counts["mid"] > 0.8 * sum(counts.values())
-    assert counts["easy"] > 0 and counts["hard"] > 0  # the floor keeps them in the draw
+    total = sum(counts.values())
+    assert 0.55 * total < counts["mid"] < 0.8 * total  # the frontier category gets most of the draw
+    assert counts["easy"] > 0.1 * total and counts["hard"] > 0.1 * total  # and no category is starved
     assert sampler("uniform").weights(["easy_0", "hard_0"]) == [1.0, 1.0]
 
 

@@ -14,6 +14,13 @@ spends the rollouts where learning can happen. FLOOR (0.05) keeps tasks that alw
 draw at about a twentieth of a frontier task's chance: pass rates move as the policy learns, and a task last
 seen at 0/G may be the next one within reach.
 
+Every category then keeps at least CATEGORY_SHARE (one half) of an even split of the draw, 1 / (2C) of the
+weight with C categories: the tasks of a category below it have their weights scaled up together until it has
+that share. A category whose first few groups all failed is not dropped to the per-task floor for the rest of
+the run: on the smart home's long run, SEAL's first 8 `both` rollouts failed (about one time in five at the rate
+plain GRPO then saw), the per-task floor gave `both` 48 of the next 2,880 rollouts, and the category was never
+learned, while `relative`, hard for both arms, got about 2% of the rollouts (docs/learning.md).
+
 Estimating p: a run draws far fewer tasks than it has, so most tasks have not been seen when they are weighed. A
 seen task's estimate is its latest group's passes shrunk toward its category's rate with the weight of one group
 ((k + G * p_cat) / (n + G)); an unseen task takes its category's rate (the latest groups of the category's seen
@@ -39,6 +46,7 @@ from typing import Any
 
 TASK_SAMPLERS = ("uniform", "frontier")
 FLOOR = 0.05  # weight of a task whose group is sure to agree (always or never passes), next to <= 1 for the rest
+CATEGORY_SHARE = 0.5  # each category keeps at least this share of an even split of the draw (1 / (2C) of it)
 UNSEEN_RATE = 0.5  # the pass rate assumed for a category nothing has been seen of
 _SEED_STRIDE = 1_000_003  # (seed, step, draw) -> one generator seed, the parts far apart
 
@@ -85,7 +93,8 @@ class TaskSampler:
         return (passed + self.num_generations * prior) / (total + self.num_generations)
 
     def weights(self, task_ids: Sequence[str]) -> list[float]:
-        """The draw weight of each task: 1 each when uniform; FLOOR + P(its group has an advantage) when frontier."""
+        """The draw weight of each task: 1 each when uniform; when frontier, FLOOR + P(its group has an advantage),
+        with every category lifted to its CATEGORY_SHARE of the total (module docstring)."""
         if self.kind == "uniform":
             return [1.0] * len(task_ids)
         rates = self.category_rates()
@@ -94,7 +103,30 @@ class TaskSampler:
         for task_id in task_ids:
             p = self.pass_rate(task_id, rates)
             out.append(FLOOR + 1.0 - p**g - (1.0 - p) ** g)
-        return out
+        return self._lift_categories(task_ids, out)
+
+    def _lift_categories(self, task_ids: Sequence[str], weights: list[float]) -> list[float]:
+        """Scale the weights of each category below its floor share up to that share, the others unchanged.
+        Lifting some categories lowers the others' shares, so it repeats until none is below (at most C passes)."""
+        members: dict[str, list[int]] = {}
+        for index, task_id in enumerate(task_ids):
+            members.setdefault(self.categories.get(task_id, ""), []).append(index)
+        share = CATEGORY_SHARE / len(members) if members else 0.0
+        lifted: set[str] = set()
+        for _ in range(len(members)):
+            sums = {c: sum(weights[i] for i in idx) for c, idx in members.items()}
+            total = sum(sums.values())
+            low = {c for c, s in sums.items() if s < share * total * (1 - 1e-9)} | lifted
+            if low == lifted:
+                break
+            rest = sum(s for c, s in sums.items() if c not in low)
+            target = share * rest / (1 - share * len(low))  # each low category's sum: `share` of the new total
+            for category in low:
+                scale = target / sums[category]
+                for i in members[category]:
+                    weights[i] *= scale
+            lifted = low
+        return weights
 
     # ----- drawing -----
 
@@ -144,7 +176,9 @@ class TaskSampler:
         ranked = sorted(zip(task_ids, weights, strict=True), key=lambda kv: (-kv[1], kv[0]))[:top]
         return {
             "kind": self.kind,
-            "rule": "uniform" if self.kind == "uniform" else f"{FLOOR} + 1 - p^G - (1-p)^G, G={self.num_generations}",
+            "rule": "uniform"
+            if self.kind == "uniform"
+            else f"{FLOOR} + 1 - p^G - (1-p)^G, G={self.num_generations}; each category >= {CATEGORY_SHARE} of 1/C",
             "tasks_seen": len(self.latest),
             "categories": dict(sorted(by_category.items())),
             "most_weighted": [{"task_id": t, "weight": round(w, 4)} for t, w in ranked],
