@@ -391,7 +391,7 @@ def quantize_nf4(model, check: Check) -> None:
 
 def rollout(name: str, check: Check, live: int, model_holder: dict) -> str:
     """Tokens/s of `HFBackend` with `live` episodes in flight (groups sharing a prompt, several model steps)."""
-    from seal_hub.rollout.backend import GenerationRequest, SamplingConfig
+    from seal_hub.generation.backend import GenerationRequest, SamplingConfig
     from seal_hub.rollout.hf_backend import HFBackend
 
     sizes = check.sizes

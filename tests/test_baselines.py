@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from baselines import ContinuousBatchingBackend, PaddedGenerateBackend, _cut
 
-from seal_hub.rollout.backend import GenerationRequest, SamplingConfig
+from seal_hub.generation.backend import GenerationRequest, SamplingConfig
 from seal_hub.rollout.engine import PolicyInfo, RolloutConfig, RolloutEngine
 from seal_hub.rollout.hf_backend import HFBackend
 

@@ -6,15 +6,15 @@ import pytest
 import torch
 from helpers.lora import lora_model as shared_lora_model
 
-from seal_hub.models import generation_dtype as gd
-from seal_hub.models.generation_dtype import (
+from seal_hub.generation import weights as gd
+from seal_hub.generation.weights import (
     AS_LOADED,
     GenerationWeights,
     generation_dtype,
+    merged_lora,
     resolve_generation_dtype,
     with_generation_dtype,
 )
-from seal_hub.models.merged import merged_lora
 
 
 def lora_model() -> torch.nn.Module:

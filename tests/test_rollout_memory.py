@@ -7,7 +7,7 @@ import pytest
 from baselines import SequentialBackend
 from helpers.tiny_rows import tiny_causal_lm, tokens
 
-from seal_hub.rollout.backend import GenerationRequest, SamplingConfig
+from seal_hub.generation.backend import GenerationRequest, SamplingConfig
 from seal_hub.rollout.hf_backend import HFBackend
 
 GREEDY = SamplingConfig(temperature=0, max_new_tokens=6)

@@ -40,8 +40,8 @@ from seal_hub.rollout.engine import DONE_FORMAT, PolicyInfo, RolloutEngine
 from seal_hub.rollout.records import Trajectory
 
 if TYPE_CHECKING:
+    from seal_hub.generation.backend import GenerationBackend
     from seal_hub.interface import InterfaceSnapshot
-    from seal_hub.rollout.backend import GenerationBackend
 
 
 @dataclass(frozen=True)

@@ -15,10 +15,6 @@ import importlib
 from typing import Any
 
 _LAZY = {
-    "Generation": "seal_hub.rollout.backend",
-    "GenerationBackend": "seal_hub.rollout.backend",
-    "GenerationRequest": "seal_hub.rollout.backend",
-    "SamplingConfig": "seal_hub.rollout.backend",
     "PolicyInfo": "seal_hub.rollout.engine",
     "RolloutConfig": "seal_hub.rollout.engine",
     "RolloutEngine": "seal_hub.rollout.engine",

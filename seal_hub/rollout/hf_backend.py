@@ -36,7 +36,7 @@ On CUDA the step's timings synchronise at their boundaries; only the one before 
 forward, which the copy back would wait for anyway). A call cut short (an error, an interrupt) drops its rows:
 their KV may be partial; the next call prefills them again.
 
-With `synced` (several ranks whose forwards are collectives, `seal_hub.rollout.synced`), every forward first joins
+With `synced` (several ranks whose forwards are collectives, `seal_hub.generation.synced`), every forward first joins
 the ranks' "any work left" all-reduce, and `finish` runs dummy forwards until every rank's rollouts are done.
 
 `build_hf_backend(model, tokenizer, seed)` is the one way seal_hub builds it for a model and its tokenizer (the
@@ -44,7 +44,7 @@ model's end-of-turn tokens, the tokenizer's pad token): `seal-hub eval` and `rol
 comparison, the experiment and the replay Space's live episodes all call it.
 
 `timings` accumulates where generation time goes (prefill forwards, decode forwards, cache work, sampling) for
-the benchmarks. The KV is in the model's dtype (bf16 while `seal_hub.models.generation_dtype` casts the weights).
+the benchmarks. The KV is in the model's dtype (bf16 while `seal_hub.generation.weights` casts the weights).
 Not covered: one attention call over several groups' prefixes at once (4 tasks x 8 rollouts make 4 prefix calls a
 layer besides the tails' one; that needs a kernel reading blocks in place), speculative decoding, or multi-GPU
 inference (use vLLM there).
@@ -57,19 +57,19 @@ from collections.abc import Iterable
 
 import torch
 
-from seal_hub.rollout.backend import Generation, GenerationRequest, SamplingConfig
+from seal_hub.generation.backend import Generation, GenerationBackend, GenerationRequest, SamplingConfig
+from seal_hub.generation.sampling import Sampler
+from seal_hub.generation.synced import SyncedSteps
 from seal_hub.rollout.heap import give_back
 from seal_hub.rollout.kv_prefill import PREFILL_CHUNK, pack
 from seal_hub.rollout.kv_prefix import PrefixStore
 from seal_hub.rollout.kv_rows import KVRows, num_layers
 from seal_hub.rollout.rows_attention import rows_attention
-from seal_hub.rollout.sampling import Sampler
-from seal_hub.rollout.synced import SyncedSteps
 
 SWAP_AFTER = 1  # a finished row leaves the decode batch (a row swap, which copies nothing) while steps remain
 
 
-class HFBackend:
+class HFBackend(GenerationBackend):
     """`GenerationBackend` for a (PEFT-wrapped or plain) `transformers` causal LM."""
 
     def __init__(

@@ -32,9 +32,8 @@ from seal_hub.evaluation import EvalProtocol, EvalSpec, evaluate_policy, interfa
 from seal_hub.evaluation.harness import EvalResult
 from seal_hub.evaluation.results import RESULTS_JSON
 from seal_hub.evaluation.scores import CategoryScore, Scores
+from seal_hub.generation.weights import AS_LOADED, GenerationWeights, merges_by_default, with_generation_dtype
 from seal_hub.interface import InterfaceSnapshot
-from seal_hub.models.generation_dtype import AS_LOADED, GenerationWeights, with_generation_dtype
-from seal_hub.models.merged import merges_by_default
 from seal_hub.rollout import PolicyInfo, build_hf_backend
 from seal_hub.training.held_out import HeldOutResult, held_out_protocol, write_held_out
 from seal_hub.training.run_records import held_out_files

@@ -44,7 +44,7 @@ tensorboard) shows them.
 Distributed generation: rollouts and held-out evaluations generate with the model TRL's
 `unwrap_model_for_generation` yields (ZeRO-3's parameters gathered unless `ds3_gather_for_generation` is False,
 FSDP v1's summoned, gradient checkpointing off), as TRL's own generation does. When parameters stay sharded
-during generation, the ranks keep their forward passes in step (`synced_generation`, `seal_hub.rollout.synced`).
+during generation, the ranks keep their forward passes in step (`synced_generation`, `seal_hub.generation.synced`).
 
 vLLM (`use_vllm`, GPUs): TRL builds its engine and syncs its weights before each generation step (and SEAL before a
 held-out evaluation); the rollout engine generates through it, colocated in this process (`VLLMBackend`) or, with
@@ -86,16 +86,17 @@ from seal_hub.diagnosis import FailureProfile, Label
 from seal_hub.envs.builtin import load_suite, require_trainable
 from seal_hub.envs.episode import EpisodeSettings
 from seal_hub.envs.suite import Suite, SuiteTask
+from seal_hub.generation import GenerationBackend, SamplingConfig
+from seal_hub.generation.synced import SyncedSteps, needs_synced_generation
+from seal_hub.generation.weights import GenerationWeights
 from seal_hub.hub.callback import PublishCallback, publish_callback
 from seal_hub.interface import InterfaceSnapshot
 from seal_hub.interface.evolve import evolve, starting_interface
 from seal_hub.interface.rho import RhoWindow
 from seal_hub.interface.store import SnapshotStore
 from seal_hub.models.end_tokens import end_token_ids
-from seal_hub.models.generation_dtype import GenerationWeights
-from seal_hub.rollout import GenerationBackend, PolicyInfo, RolloutConfig, RolloutEngine, SamplingConfig
+from seal_hub.rollout import PolicyInfo, RolloutConfig, RolloutEngine
 from seal_hub.rollout.hf_backend import build_hf_backend
-from seal_hub.rollout.synced import SyncedSteps, needs_synced_generation
 from seal_hub.training.config import SealConfig
 from seal_hub.training.groups import Group, StepPlan, groups_of, plan_step
 from seal_hub.training.held_out import HeldOutResult, evaluate_held_out, held_out_protocol, write_held_out
@@ -303,7 +304,7 @@ class SealTrainer(GRPOTrainer):
         if self.use_vllm and self.vllm_mode == "server":
             return self._server_backend(end_token_ids(model, tokenizer))
         if self.use_vllm:
-            from seal_hub.rollout.vllm_backend import VLLMBackend
+            from seal_hub.generation.vllm_colocate import VLLMBackend
 
             return VLLMBackend.from_llm(self.vllm_generation.llm, end_token_ids(model, tokenizer))
         # a fresh batched backend per generation step: cached KV belongs to the weights of one step
@@ -313,7 +314,7 @@ class SealTrainer(GRPOTrainer):
         """One connection pool per rank for the whole run (the server's prefix cache outlives a step; TRL resets
         it after each weight sync)."""
         if self._vllm_server is None:
-            from seal_hub.rollout.vllm_server import VLLMServerBackend, server_url
+            from seal_hub.generation.vllm_server import VLLMServerBackend, server_url
 
             args = self.args
             url = server_url(args.vllm_server_base_url, args.vllm_server_host, args.vllm_server_port)
@@ -326,8 +327,8 @@ class SealTrainer(GRPOTrainer):
         """The policy as generation must see it, as TRL's own generation takes it: `unwrap_model_for_generation`
         (ZeRO-3's parameters gathered unless `ds3_gather_for_generation` is False; gradient checkpointing off)
         and FSDP v1's full parameters summoned; with `merge_lora_for_generation`, LoRA merged into a copy of the
-        adapted weights (`seal_hub.models.merged`); the weights in `generation_dtype` while generating
-        (`seal_hub.models.generation_dtype`). Under vLLM the weights are vLLM's: nothing is gathered."""
+        adapted weights (`seal_hub.generation.weights`); the weights in `generation_dtype` while generating
+        (`seal_hub.generation.weights`). Under vLLM the weights are vLLM's: nothing is gathered."""
         if self.use_vllm:
             yield self.accelerator.unwrap_model(self.model)
             return
