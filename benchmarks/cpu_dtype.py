@@ -32,11 +32,12 @@ from seal_hub.envs.bfcl_single import BfclSingleSuite  # noqa: E402
 from seal_hub.envs.suite import in_turn  # noqa: E402
 from seal_hub.evaluation import EvalProtocol  # noqa: E402
 from seal_hub.evaluation.harness import evaluate_policy  # noqa: E402
+from seal_hub.generation import build_hf_backend  # noqa: E402
 from seal_hub.generation.weights import cpu_flags, generation_dtype  # noqa: E402
 from seal_hub.interface.snapshot import InterfaceSnapshot  # noqa: E402
 from seal_hub.models import PolicyConfig, build_tiny_model, load_policy  # noqa: E402
 from seal_hub.models.demo import DEMO_MODEL_ID  # noqa: E402
-from seal_hub.rollout import PolicyInfo, build_hf_backend  # noqa: E402
+from seal_hub.rollout import PolicyInfo  # noqa: E402
 from seal_hub.training.warmup import warmup_dataset  # noqa: E402
 
 CATEGORIES = ("simple", "multiple", "parallel", "live_simple", "irrelevance")

@@ -8,9 +8,9 @@ from helpers.scripted import ScriptedBackend
 
 from seal_hub.envs.bfcl import EpisodeConfig
 from seal_hub.generation.backend import SamplingConfig
+from seal_hub.generation.hf import HFBackend
 from seal_hub.models.toolcalls import format_tool_calls
 from seal_hub.rollout.engine import PolicyInfo, RolloutConfig, RolloutEngine
-from seal_hub.rollout.hf_backend import HFBackend
 from seal_hub.rollout.records import read_trajectories, write_trajectories
 
 TASKS = ["multi_turn_base_0", "multi_turn_base_1", "multi_turn_miss_func_0"]

@@ -15,7 +15,7 @@ rate.
 
 Rolling out with the batched engine, and the paper's protocol, are the engine's and `EvalProtocol`'s business;
 this module only builds, orders, stores and scores. Not covered: loading models, adapters or interfaces (the
-callers do that and describe them in the `EvalSpec`), the generation backend (`seal_hub.rollout.hf_backend`).
+callers do that and describe them in the `EvalSpec`), the generation backend (`seal_hub.generation`).
 """
 
 from __future__ import annotations

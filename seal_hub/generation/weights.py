@@ -15,20 +15,26 @@ come back untouched, bit for bit, however the context ends:
   from bf16 weights are slightly off the fp32 policy the loss scores, as vLLM's are; a run that must sample from the
   trained weights exactly sets `generation_dtype: float32`.
 
-`GenerationWeights` is the one record of both settings, which the trainer's rollouts, the held-out evaluations and
-`seal-hub eval` apply. Left alone: quantized base layers, weights a sharding engine partitioned (ZeRO-3, FSDP),
-LoRA variants (DoRA and others compute more than `B A`), and buffers.
+`GenerationWeights` is the one record of both settings, and `backend_for` the one way to generate with them: the
+weights applied, the batched HF engine on them (the trainer's rollouts and held-out evaluations, the held-out
+comparison and `seal-hub eval` all go through it). Left alone: quantized base layers, weights a sharding engine
+partitioned (ZeRO-3, FSDP), LoRA variants (DoRA and others compute more than `B A`), and buffers.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import torch
+
+if TYPE_CHECKING:
+    from seal_hub.generation.backend import GenerationBackend
+    from seal_hub.generation.synced import SyncedSteps
 
 
 def replaceable(tensor) -> bool:
@@ -161,6 +167,29 @@ class GenerationWeights:
 
 
 AS_LOADED = GenerationWeights()  # nothing merged, nothing cast
+
+
+@contextmanager
+def backend_for(
+    model,
+    tokenizer,
+    weights: GenerationWeights = AS_LOADED,
+    *,
+    seed: int = 0,
+    synced: SyncedSteps | None = None,
+    factory: Callable[[Any, Any], GenerationBackend] | None = None,
+) -> Iterator[tuple[GenerationBackend, torch.dtype | None]]:
+    """`model` ready to generate while the context lasts: its weights as `weights` says (put back on leaving, also
+    on error) and the backend on them: the batched HF engine (`build_hf_backend`, sampling seeded with `seed`,
+    stepping with the other ranks under `synced`), or `factory(model, tokenizer)` when given (a test's double).
+    Yields the backend and the dtype the weights were cast to (None: their own)."""
+    from seal_hub.generation.hf import build_hf_backend  # here: reading the settings needs no transformers
+
+    with weights.applied(model) as dtype:
+        if factory is not None:
+            yield factory(model, tokenizer), dtype
+        else:
+            yield build_hf_backend(model, tokenizer, seed=seed, synced=synced), dtype
 
 
 @contextmanager

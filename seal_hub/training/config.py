@@ -19,7 +19,7 @@ from trl import GRPOConfig
 from seal_hub.config_checks import require_at_least_one
 from seal_hub.defaults import EVAL_MAX_NEW_TOKENS, MAX_CONTEXT_TOKENS, MAX_LIVE_EPISODES
 from seal_hub.envs.protocol import ErrorKind
-from seal_hub.generation.weights import check_generation_dtype, cpu_has_bf16
+from seal_hub.generation.weights import GenerationWeights, check_generation_dtype, cpu_has_bf16
 from seal_hub.interface.evolve import INTERFACE_MODES, EvolveConfig, evolve_config_for
 from seal_hub.interface.rho import RhoSettings
 from seal_hub.interface.snapshot import MAX_GUIDELINES
@@ -238,6 +238,11 @@ class SealConfig(GRPOConfig):
             rho_min=self.rho_min,
             rho_max=self.rho_max,
         )
+
+    def generation_weights(self) -> GenerationWeights:
+        """How the run's rollouts and held-out evaluations take the weights (`merge_lora_for_generation`,
+        `generation_dtype`): `seal_hub.generation.weights`."""
+        return GenerationWeights(bool(self.merge_lora_for_generation), self.generation_dtype)
 
     def evolve_config(self, *, tool_errors: bool = True, default_values: bool = False) -> EvolveConfig:
         """Interface evolution's record for `interface_mode` on a suite whose tools can fail (`tool_errors`) and
