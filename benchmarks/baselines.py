@@ -30,11 +30,11 @@ from collections.abc import Iterable
 
 import torch
 
-from seal_hub.rollout.backend import Generation, GenerationRequest, SamplingConfig
-from seal_hub.rollout.sampling import generate_kwargs
+from seal_hub.generation.backend import Generation, GenerationBackend, GenerationRequest, SamplingConfig
+from seal_hub.generation.sampling import generate_kwargs
 
 
-class SequentialBackend:
+class SequentialBackend(GenerationBackend):
     """One `model.generate` call per request, each on the request's whole sequence; seeded per call."""
 
     def __init__(self, model, eos_token_ids: Iterable[int], pad_token_id: int = 0, seed: int = 0) -> None:
@@ -125,7 +125,7 @@ class PaddedGenerateBackend(SequentialBackend):
         return generations
 
 
-class ContinuousBatchingBackend:
+class ContinuousBatchingBackend(GenerationBackend):
     """One `model.generate_batch` call (transformers' continuous batching) per engine call; greedy decoding only."""
 
     def __init__(self, model, eos_token_ids: Iterable[int], pad_token_id: int = 0) -> None:

@@ -6,7 +6,7 @@ is slower. This script measures, on the demo's policy (`--model demo`, SmolLM2-1
 smoke run) and `--tasks` held-out bfcl-single tasks (categories in turn, the demo's protocol):
 
 - the evaluation with the weights in fp32 (the baseline) and cast to bf16 for generation as the product casts them
-  (`seal_hub.models.generation_dtype`, `generation_dtype: auto` on such a CPU), and how many tasks' greedy answers
+  (`seal_hub.generation.weights`, `generation_dtype: auto` on such a CPU), and how many tasks' greedy answers
   agree: the same verdict, and the same generated tokens;
 - one warm-up step (`--conversations` answer-key conversations, forward and backward, LoRA r 16) in fp32 and under
   bf16 autocast.
@@ -32,11 +32,12 @@ from seal_hub.envs.bfcl_single import BfclSingleSuite  # noqa: E402
 from seal_hub.envs.suite import in_turn  # noqa: E402
 from seal_hub.evaluation import EvalProtocol  # noqa: E402
 from seal_hub.evaluation.harness import evaluate_policy  # noqa: E402
+from seal_hub.generation import build_hf_backend  # noqa: E402
+from seal_hub.generation.weights import cpu_flags, generation_dtype  # noqa: E402
 from seal_hub.interface.snapshot import InterfaceSnapshot  # noqa: E402
 from seal_hub.models import PolicyConfig, build_tiny_model, load_policy  # noqa: E402
 from seal_hub.models.demo import DEMO_MODEL_ID  # noqa: E402
-from seal_hub.models.generation_dtype import cpu_flags, generation_dtype  # noqa: E402
-from seal_hub.rollout import PolicyInfo, build_hf_backend  # noqa: E402
+from seal_hub.rollout import PolicyInfo  # noqa: E402
 from seal_hub.training.warmup import warmup_dataset  # noqa: E402
 
 CATEGORIES = ("simple", "multiple", "parallel", "live_simple", "irrelevance")

@@ -1,18 +1,18 @@
 """Decode attention over a generate call's rows: one padded call, buckets of similar length, or one call per row.
 
-`HFBackend` moves a generate call's rows into buckets (`seal_hub.rollout.kv_step.plan`): each bucket one padded
+`HFBackend` moves a generate call's rows into buckets (`seal_hub.generation.hf.step.plan`): each bucket one padded
 tensor per layer, read by one attention call per layer, rows masked past their own length. One bucket for all rows
 pads every row to the longest (the demo's evaluation, 100 prompts of 200 to 900 tokens, held 1.9x the KV its rows
 need); one bucket per row runs one call per row. `plan` minimises padded positions plus `BUCKET_CALL` positions a
 bucket. This script runs the product's own decode step (`DecodeBatch.decode_cache`, each layer's KV write and
-`rows_attention.decode_attention`) over random KV with the three plans, for all, half, a quarter and one of the
-rows still decoding (a bucket whose decoding rows are at most 1/`PER_ROW_SHARE` of its slots attends row by row),
-checks that the three agree, and prints each plan's time a step (all layers) and the storage it holds against the
-KV the rows need. Shapes default to that evaluation: 100 rows alone on their prompts (whole rows, no shared
-prefix), lengths uniform in 200-840, 96 positions of room, SmolLM2-135M's 30 layers with 9 query heads on 3 KV
-heads of 64, bf16 (the dtype `generation_dtype: auto` picks on a CPU with AMX or AVX512-BF16; `--dtype float32`
-elsewhere). Last line exactly `decode attention, one padded call / buckets: X.XXx` (time a step with every row
-decoding; above 1 the buckets are faster).
+`attention.decode_attention`, in `seal_hub.generation.hf`) over random KV with the three plans, for all, half, a
+quarter and one of the rows still decoding (a bucket whose decoding rows are at most 1/`PER_ROW_SHARE` of its slots
+attends row by row), checks that the three agree, and prints each plan's time a step (all layers) and the storage
+it holds against the KV the rows need. Shapes default to that evaluation: 100 rows alone on their prompts (whole
+rows, no shared prefix), lengths uniform in 200-840, 96 positions of room, SmolLM2-135M's 30 layers with 9 query
+heads on 3 KV heads of 64, bf16 (the dtype `generation_dtype: auto` picks on a CPU with AMX or AVX512-BF16;
+`--dtype float32` elsewhere). Last line exactly `decode attention, one padded call / buckets: X.XXx` (time a step
+with every row decoding; above 1 the buckets are faster).
 
     python benchmarks/decode_attention.py [--rows 100] [--min-length 200] [--max-length 840] [--dtype bfloat16]
 """
@@ -24,9 +24,9 @@ import time
 
 import torch
 
-from seal_hub.rollout.kv_rows import _Row
-from seal_hub.rollout.kv_step import BUCKET_CALL, DecodeBatch
-from seal_hub.rollout.rows_attention import decode_attention
+from seal_hub.generation.hf.attention import decode_attention
+from seal_hub.generation.hf.cache import _Row
+from seal_hub.generation.hf.step import BUCKET_CALL, DecodeBatch
 
 PLANS = {"one padded call": 10**12, "buckets": BUCKET_CALL, "one call per row": 0}  # the cost of one more bucket
 

@@ -27,9 +27,10 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from seal_hub.envs.bfcl import BfclSuite
 from seal_hub.evaluation import EvalProtocol, EvalSpec, evaluate_policy, interface_record
+from seal_hub.generation import HFBackend
 from seal_hub.interface import InterfaceSnapshot
 from seal_hub.models import build_tiny_model, end_token_ids
-from seal_hub.rollout import HFBackend, PolicyInfo
+from seal_hub.rollout import PolicyInfo
 
 
 def main() -> None:

@@ -17,7 +17,7 @@ bf16 weights allocated directly on the GPU. For each model it measures, with the
 - LoRA step (plain PEFT): one forward/backward/AdamW step of a PEFT LoRA model on random token ids, the loss a
   policy-gradient one over the completion's log-probabilities: what the SEAL step's update does, without TRL;
   it runs everywhere, so it is the figure to compare the QLoRA step with;
-- rollout tokens/s of the batched backend the trainer generates with (`seal_hub.rollout.hf_backend.HFBackend`)
+- rollout tokens/s of the batched backend the trainer generates with (`seal_hub.generation.hf.HFBackend`)
   at 16 and 64 live episodes: groups of 8 episodes share a random prompt, and each episode takes a few model
   steps with random "environment" tokens appended between them, so the prefix sharing, the per-episode KV cache
   and the row re-layout between steps all run; sampled at temperature 1.0. Tokens/s counts sampled tokens over
@@ -391,8 +391,8 @@ def quantize_nf4(model, check: Check) -> None:
 
 def rollout(name: str, check: Check, live: int, model_holder: dict) -> str:
     """Tokens/s of `HFBackend` with `live` episodes in flight (groups sharing a prompt, several model steps)."""
-    from seal_hub.rollout.backend import GenerationRequest, SamplingConfig
-    from seal_hub.rollout.hf_backend import HFBackend
+    from seal_hub.generation.backend import GenerationRequest, SamplingConfig
+    from seal_hub.generation.hf import HFBackend
 
     sizes = check.sizes
     if "model" not in model_holder:

@@ -42,9 +42,9 @@ def server_part(config, check, python: Path) -> str:
     from local_server import prefix_cache_counters, vllm_server
     from transformers import AutoModelForCausalLM
 
+    from seal_hub.generation.backend import GenerationRequest, SamplingConfig
+    from seal_hub.generation.vllm_server import VLLMServerBackend
     from seal_hub.models.tiny import train_tokenizer
-    from seal_hub.rollout.backend import GenerationRequest, SamplingConfig
-    from seal_hub.rollout.vllm_server import VLLMServerBackend
 
     sizes, device = check.sizes, check.device
     config = served_config(config, check.dry)

@@ -11,7 +11,7 @@ it also stops the engine processes it forks; its output goes to a log file whose
 there, which is how a check sees that multi-turn requests reuse earlier steps' KV.
 
 Benchmark and test code, not the library's: it lives beside the benchmarks that use it (the tests put this folder on
-their path, pyproject.toml's ``pythonpath``). Not covered: the client (`seal_hub.rollout.vllm_server`).
+their path, pyproject.toml's ``pythonpath``). Not covered: the client (`seal_hub.generation.vllm_server`).
 """
 
 from __future__ import annotations

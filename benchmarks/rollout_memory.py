@@ -137,7 +137,8 @@ def kv_bytes_per_token(model) -> int:
 
 def child(args: argparse.Namespace) -> None:
     from seal_hub.envs.bfcl import BfclSuite, EpisodeConfig
-    from seal_hub.rollout import HFBackend, PolicyInfo, RolloutConfig, RolloutEngine, SamplingConfig
+    from seal_hub.generation import HFBackend, SamplingConfig
+    from seal_hub.rollout import PolicyInfo, RolloutConfig, RolloutEngine
 
     torch.set_num_threads(max(1, args.threads))
     device = "cuda" if torch.cuda.is_available() else "cpu"

@@ -61,10 +61,11 @@ from local_server import vllm_server
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from seal_hub.envs.bfcl import BfclSuite
+from seal_hub.generation import HFBackend, SamplingConfig
+from seal_hub.generation.vllm_server import VLLMServerBackend
 from seal_hub.models import build_tiny_model, end_token_ids
 from seal_hub.models.demo import materialize_demo_model
-from seal_hub.rollout import HFBackend, PolicyInfo, RolloutConfig, RolloutEngine, SamplingConfig
-from seal_hub.rollout.vllm_server import VLLMServerBackend
+from seal_hub.rollout import PolicyInfo, RolloutConfig, RolloutEngine
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
 

@@ -31,8 +31,9 @@ def real_records(root: Path, tasks: int):
     """Rollouts of the tiny policy on the `tasks` shortest-prompt training tasks, with their diagnosis rows."""
     from seal_hub.diagnosis.records import diagnosis_rows
     from seal_hub.envs.bfcl import BfclSuite
+    from seal_hub.generation import SamplingConfig, build_hf_backend
     from seal_hub.models import PolicyConfig, build_tiny_model, load_policy
-    from seal_hub.rollout import PolicyInfo, RolloutConfig, RolloutEngine, SamplingConfig, build_hf_backend
+    from seal_hub.rollout import PolicyInfo, RolloutConfig, RolloutEngine
 
     suite = BfclSuite()
     model, tokenizer = load_policy(PolicyConfig(model_name_or_path=str(build_tiny_model(root / "tiny"))))

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 from baselines import ContinuousBatchingBackend, PaddedGenerateBackend, _cut
 
-from seal_hub.rollout.backend import GenerationRequest, SamplingConfig
+from seal_hub.generation.backend import GenerationRequest, SamplingConfig
+from seal_hub.generation.hf import HFBackend
 from seal_hub.rollout.engine import PolicyInfo, RolloutConfig, RolloutEngine
-from seal_hub.rollout.hf_backend import HFBackend
 
 TASKS = ["multi_turn_base_0", "multi_turn_miss_func_0"]
 GREEDY = SamplingConfig(temperature=0, max_new_tokens=10)

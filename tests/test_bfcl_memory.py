@@ -15,9 +15,9 @@ from seal_hub.envs.bfcl_memory.oracle import plain, quote
 from seal_hub.envs.builtin import load_suite
 from seal_hub.envs.protocol import Action, ToolCall
 from seal_hub.envs.suite import Suite, SuiteError
-from seal_hub.rollout.backend import SamplingConfig
+from seal_hub.generation.backend import SamplingConfig
+from seal_hub.generation.hf import HFBackend
 from seal_hub.rollout.engine import PolicyInfo, RolloutConfig, RolloutEngine
-from seal_hub.rollout.hf_backend import HFBackend
 
 require_bfcl()
 

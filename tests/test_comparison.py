@@ -12,7 +12,7 @@ from helpers.user_env import PANTRY, PANTRY_ROWS, write_jsonl
 
 import seal_hub.training.comparison as comparison_module
 from seal_hub.evaluation.scores import CategoryScore, Scores
-from seal_hub.models.generation_dtype import GenerationWeights
+from seal_hub.generation.weights import GenerationWeights
 from seal_hub.training import SealConfig
 from seal_hub.training.comparison import HeldOutComparison, stage_dir
 from seal_hub.training.selection import TaskArguments, select_tasks

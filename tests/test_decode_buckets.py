@@ -1,5 +1,6 @@
-"""A generate call's rows decode in buckets of similar length (`kv_step.plan`): the cut is the best one, rows of
-very different lengths stay exact, and the call's storage is handed to its rows as views, then let go."""
+"""A generate call's rows decode in buckets of similar length (`seal_hub.generation.hf.step.plan`): the cut is the
+best one, rows of very different lengths stay exact, and the call's storage is handed to its rows as views, then let
+go."""
 
 from __future__ import annotations
 
@@ -10,9 +11,9 @@ import pytest
 from baselines import SequentialBackend
 from helpers.tiny_rows import tiny_causal_lm, tokens
 
-from seal_hub.rollout.backend import GenerationRequest, SamplingConfig
-from seal_hub.rollout.hf_backend import HFBackend
-from seal_hub.rollout.kv_step import plan
+from seal_hub.generation.backend import GenerationRequest, SamplingConfig
+from seal_hub.generation.hf import HFBackend
+from seal_hub.generation.hf.step import plan
 
 
 @pytest.fixture(scope="module")

@@ -133,7 +133,7 @@ def test_publish_to_the_hub_double(models, tmp_path, capsys, monkeypatch):
 def test_an_adapter_on_a_cpu_generates_merged_as_training_does(models, tmp_path, capsys, monkeypatch):
     from contextlib import contextmanager
 
-    from seal_hub.models import generation_dtype as gd
+    from seal_hub.generation import weights as gd
 
     monkeypatch.setenv("SEAL_HUB_REGISTRY", str(tmp_path / "registry"))
     publish_policy("alice/run1-adapter", 0, models["adapters"][0], registry=LocalRegistry())

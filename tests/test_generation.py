@@ -12,6 +12,8 @@ from helpers.template_models import LLAMA_END_TOKENS, PYTHONIC_TEMPLATE, build_t
 from scipy import stats
 
 from seal_hub.envs.protocol import ToolCall
+from seal_hub.generation import GenerationRequest, HFBackend, SamplingConfig
+from seal_hub.generation.sampling import generate_kwargs, logits_processors
 from seal_hub.models import end_token_ids, template_end_of_turn
 from seal_hub.models.chat_templates import trl_chat_template
 from seal_hub.models.parser_style import (
@@ -21,8 +23,7 @@ from seal_hub.models.parser_style import (
     style_from_rendering,
 )
 from seal_hub.models.toolcalls import format_tool_calls
-from seal_hub.rollout import GenerationRequest, HFBackend, PolicyInfo, RolloutConfig, RolloutEngine, SamplingConfig
-from seal_hub.rollout.sampling import generate_kwargs, logits_processors
+from seal_hub.rollout import PolicyInfo, RolloutConfig, RolloutEngine
 
 ALPHA = 1e-3  # a correct sampler fails a test at this level once in a thousand seeds; the draws here are seeded
 DRAWS = 3000  # first tokens drawn per arm

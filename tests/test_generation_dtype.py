@@ -2,19 +2,23 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 import torch
 from helpers.lora import lora_model as shared_lora_model
 
-from seal_hub.models import generation_dtype as gd
-from seal_hub.models.generation_dtype import (
+from seal_hub.generation import GenerationRequest, HFBackend, SamplingConfig
+from seal_hub.generation import weights as gd
+from seal_hub.generation.weights import (
     AS_LOADED,
     GenerationWeights,
+    backend_for,
     generation_dtype,
+    merged_lora,
     resolve_generation_dtype,
     with_generation_dtype,
 )
-from seal_hub.models.merged import merged_lora
 
 
 def lora_model() -> torch.nn.Module:
@@ -79,6 +83,24 @@ def test_generation_weights_merge_then_cast_and_name_the_dtype_in_the_record():
     assert with_generation_dtype({"id": "m"}, None) == {"id": "m"}
     with pytest.raises(ValueError, match="generation_dtype must be one of"):
         GenerationWeights(dtype="half")
+
+
+def test_backend_for_generates_from_the_weights_as_applied_and_puts_them_back():
+    """The one door training, the held-out comparison and `seal-hub eval` generate through: the HF engine on the
+    weights merged and cast, or a given factory's backend; the weights back afterwards."""
+    model = lora_model()
+    tokenizer = SimpleNamespace(eos_token_id=None, pad_token_id=None)  # the model's generation config ends turns
+    before = {name: p.detach().clone() for name, p in model.named_parameters()}
+    weights = GenerationWeights(merge_lora=True, dtype="bfloat16")
+    with backend_for(model, tokenizer, weights, seed=3) as (backend, dtype):
+        assert isinstance(backend, HFBackend) and backend.seed == 3
+        assert dtype == torch.bfloat16 and all(p.dtype == torch.bfloat16 for p in model.parameters())
+        request = GenerationRequest("s", (5, 11, 17), max_new_tokens=4)
+        [generation] = backend.generate([request], SamplingConfig(temperature=0.0))
+        assert 1 <= len(generation.token_ids) <= 4
+    assert all(torch.equal(before[name], p) for name, p in model.named_parameters())
+    with backend_for(model, tokenizer, factory=lambda policy, tokens: ("double", policy, tokens)) as (backend, dtype):
+        assert backend == ("double", model, tokenizer) and dtype is None
 
 
 def test_bf16_training_on_a_cpu_needs_its_bf16_instructions(monkeypatch, tmp_path):

@@ -9,7 +9,7 @@ import platform
 import pytest
 import torch
 
-from seal_hub.rollout.heap import give_back
+from seal_hub.generation.hf.step import give_back
 
 
 def resident_bytes() -> int:

@@ -7,9 +7,9 @@ import pytest
 from baselines import SequentialBackend
 from helpers.tiny_rows import tiny_causal_lm, tokens
 
-from seal_hub.rollout.backend import GenerationRequest, SamplingConfig
-from seal_hub.rollout.hf_backend import HFBackend
-from seal_hub.rollout.kv_prefill import Piece, pack
+from seal_hub.generation.backend import GenerationRequest, SamplingConfig
+from seal_hub.generation.hf import HFBackend
+from seal_hub.generation.hf.step import Piece, pack
 
 GREEDY = SamplingConfig(temperature=0, max_new_tokens=5)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from seal_hub.rollout.kv_prefix import PrefixStore, SharedPrefix
+from seal_hub.generation.hf.cache import PrefixStore, SharedPrefix
 
 
 def _filled(ids: tuple[int, ...], layers: int = 2) -> SharedPrefix:

@@ -7,7 +7,7 @@ import torch
 from helpers.lora import lora_model
 from transformers import LlamaConfig, LlamaForCausalLM
 
-from seal_hub.models.merged import merged_lora
+from seal_hub.generation.weights import merged_lora
 
 
 def test_merged_generation_has_the_unmerged_logits_and_leaves_every_weight_as_it_was():

@@ -126,8 +126,9 @@ def test_a_server_killed_mid_run_leaves_every_rollout_recorded_and_labelled_wher
     from seal_hub.envs.builtin import resolve_suite
     from seal_hub.envs.protocol import ErrorKind
     from seal_hub.envs.user.episode import RESET_FAILED
+    from seal_hub.generation import SamplingConfig
     from seal_hub.models.toolcalls import format_tool_calls
-    from seal_hub.rollout import RolloutConfig, RolloutEngine, SamplingConfig
+    from seal_hub.rollout import RolloutConfig, RolloutEngine
 
     suite = resolve_suite(environment=KILLING, dataset=str(TASKS))
     tasks = suite.select(suite.split_ids("all"))

@@ -7,10 +7,10 @@ from baselines import SequentialBackend
 from helpers.scripted import ScriptedBackend
 
 from seal_hub.envs.bfcl import EpisodeConfig
+from seal_hub.generation.backend import SamplingConfig
+from seal_hub.generation.hf import HFBackend
 from seal_hub.models.toolcalls import format_tool_calls
-from seal_hub.rollout.backend import SamplingConfig
 from seal_hub.rollout.engine import PolicyInfo, RolloutConfig, RolloutEngine
-from seal_hub.rollout.hf_backend import HFBackend
 from seal_hub.rollout.records import read_trajectories, write_trajectories
 
 TASKS = ["multi_turn_base_0", "multi_turn_base_1", "multi_turn_miss_func_0"]
@@ -236,7 +236,7 @@ def test_weights_gathered_during_generation_still_train(tiny, backend_type):
 
     import torch
 
-    from seal_hub.rollout.backend import GenerationRequest
+    from seal_hub.generation.backend import GenerationRequest
 
     model, tokenizer = tiny
     model = copy.deepcopy(model)

@@ -7,8 +7,8 @@ import pytest
 from baselines import SequentialBackend
 from helpers.tiny_rows import tiny_causal_lm, tokens
 
-from seal_hub.rollout.backend import GenerationRequest, SamplingConfig
-from seal_hub.rollout.hf_backend import HFBackend
+from seal_hub.generation.backend import GenerationRequest, SamplingConfig
+from seal_hub.generation.hf import HFBackend
 
 GREEDY = SamplingConfig(temperature=0, max_new_tokens=6)
 
@@ -108,7 +108,7 @@ def test_bad_arguments_fail_with_a_clear_message(tiny):
 
 
 def test_each_row_reserves_its_own_length_and_grows_past_it_exactly(tiny):
-    from seal_hub.rollout.kv_rows import CAPACITY_STEP
+    from seal_hub.generation.hf.step import CAPACITY_STEP
 
     short, long = tokens(20, 10), tokens(21, 4 * CAPACITY_STEP)
     requests = [GenerationRequest("short", short), GenerationRequest("long", long)]

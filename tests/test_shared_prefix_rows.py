@@ -7,8 +7,8 @@ import pytest
 from baselines import SequentialBackend
 from helpers.tiny_rows import tiny_causal_lm, tokens
 
-from seal_hub.rollout.backend import GenerationRequest, SamplingConfig
-from seal_hub.rollout.hf_backend import HFBackend
+from seal_hub.generation.backend import GenerationRequest, SamplingConfig
+from seal_hub.generation.hf import HFBackend
 
 GREEDY = SamplingConfig(temperature=0, max_new_tokens=6)
 
@@ -26,7 +26,7 @@ def assert_same(model, requests, fast, sampling=GREEDY, eos=(1,)):
 
 
 def test_a_groups_rows_hold_the_prompt_once(tiny):
-    from seal_hub.rollout.kv_rows import CAPACITY_STEP
+    from seal_hub.generation.hf.step import CAPACITY_STEP
 
     prompt = tokens(1, 2 * CAPACITY_STEP)
     requests = [GenerationRequest(f"g{i}", prompt, len(prompt)) for i in range(4)]
@@ -166,7 +166,7 @@ def test_rows_alone_on_their_prefix_decode_whole_in_one_call_and_keep_it(tiny):
 
 
 def test_tasks_that_share_a_start_borrow_it_instead_of_prefilling_it(tiny):
-    from seal_hub.rollout.kv_rows import MIN_BORROW
+    from seal_hub.generation.hf.cache import MIN_BORROW
 
     start = tokens(20, MIN_BORROW + 70)  # the system prompt and tool schemas tasks of one class share
     prompts = [start + tokens(21 + i, 30 + 5 * i) for i in range(3)]
@@ -188,7 +188,7 @@ def test_tasks_that_share_a_start_borrow_it_instead_of_prefilling_it(tiny):
 
 
 def test_a_lender_whose_last_row_leaves_is_kept_until_the_copy_then_freed(tiny):
-    from seal_hub.rollout.kv_prefix import SharedPrefix
+    from seal_hub.generation.hf.cache import SharedPrefix
 
     start = tokens(40, 100)
     backend = HFBackend(tiny, [1], max_prefix_bytes=0)  # no store: a released row's prefix goes at the next layout

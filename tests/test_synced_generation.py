@@ -86,13 +86,13 @@ def test_without_synced_generation_the_same_run_fails(tiny_dir, tmp_path):
     ],
 )
 def test_synced_generation_is_on_only_when_forwards_are_collectives(processes, zero3, fsdp, gathered, expected):
-    from seal_hub.rollout.synced import needs_synced_generation
+    from seal_hub.generation.synced import needs_synced_generation
 
     assert needs_synced_generation(processes, zero3, fsdp, gathered) is expected
 
 
 def test_synced_steps_need_a_process_group():
-    from seal_hub.rollout.synced import SyncedSteps
+    from seal_hub.generation.synced import SyncedSteps
 
     with pytest.raises(ValueError, match="initialized torch.distributed process group"):
         SyncedSteps()

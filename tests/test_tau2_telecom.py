@@ -93,10 +93,10 @@ def test_splits(telecom):
 def test_the_rollout_engine_runs_the_suite(telecom, tmp_path_factory):
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    from seal_hub.generation.backend import SamplingConfig
+    from seal_hub.generation.hf import HFBackend
     from seal_hub.models.tiny import build_tiny_model
-    from seal_hub.rollout.backend import SamplingConfig
     from seal_hub.rollout.engine import PolicyInfo, RolloutConfig, RolloutEngine
-    from seal_hub.rollout.hf_backend import HFBackend
 
     path = build_tiny_model(tmp_path_factory.mktemp("tiny"))
     model, tokenizer = AutoModelForCausalLM.from_pretrained(path), AutoTokenizer.from_pretrained(path)

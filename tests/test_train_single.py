@@ -149,7 +149,8 @@ def test_each_single_turn_verdict_gets_its_label(single):
 def test_rollouts_are_diagnosed_by_their_suites_rules(single, tiny_dir):
     from transformers import AutoTokenizer
 
-    from seal_hub.rollout import RolloutConfig, RolloutEngine, SamplingConfig
+    from seal_hub.generation import SamplingConfig
+    from seal_hub.rollout import RolloutConfig, RolloutEngine
 
     tokenizer = AutoTokenizer.from_pretrained(tiny_dir)
     tasks = single.select(["simple_python_0", "simple_python_0", "irrelevance_0"])
@@ -175,9 +176,10 @@ def test_the_interface_cues_the_offered_functions_and_guides_without_recovery_hi
     from transformers import AutoTokenizer
 
     from seal_hub.diagnosis import FailureProfile, RolloutDiagnosis
+    from seal_hub.generation import SamplingConfig
     from seal_hub.interface import InterfaceSnapshot
     from seal_hub.interface.evolve import GUIDELINES, SCHEMA_NOTE, evolve, evolve_config_for
-    from seal_hub.rollout import RolloutConfig, RolloutEngine, SamplingConfig
+    from seal_hub.rollout import RolloutConfig, RolloutEngine
 
     failing = FailureProfile.of([RolloutDiagnosis(f"t{i}", 0.0, (Label.MISSING_TOOL_CALL,)) for i in range(10)])
     config = evolve_config_for("full", tool_errors=False)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from seal_hub.rollout import PolicyInfo, RolloutConfig, RolloutEngine, SamplingConfig
+from seal_hub.generation import SamplingConfig
+from seal_hub.rollout import PolicyInfo, RolloutConfig, RolloutEngine
 
 # log-prob agreement of two fp32 engines on one GPU (different attention kernels, same arithmetic precision)
 LOGPROB_TOLERANCE = 2e-3
@@ -21,8 +22,8 @@ def test_vllm_rollouts_score_like_the_hf_model_on_the_same_gpu_and_dtype(suite, 
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    from seal_hub.generation.vllm_colocate import VLLMBackend
     from seal_hub.models import build_tiny_model
-    from seal_hub.rollout.vllm_backend import VLLMBackend
 
     if not torch.cuda.is_available():
         pytest.skip("needs a CUDA GPU")
@@ -49,7 +50,7 @@ def test_vllm_rollouts_score_like_the_hf_model_on_the_same_gpu_and_dtype(suite, 
 
 
 def test_vllm_backend_without_vllm_says_how_to_install():
-    from seal_hub.rollout.vllm_backend import VLLMBackend
+    from seal_hub.generation.vllm_colocate import VLLMBackend
 
     try:
         import vllm  # noqa: F401
@@ -63,7 +64,7 @@ def test_vllm_backend_without_vllm_says_how_to_install():
 
 def test_vllm_backend_refuses_a_missing_model_directory_by_name(tmp_path):
     """Checked before vLLM is imported or started, so it holds with or without vllm installed."""
-    from seal_hub.rollout.vllm_backend import VLLMBackend
+    from seal_hub.generation.vllm_colocate import VLLMBackend
 
     with pytest.raises(FileNotFoundError, match="vLLM model /nonexistent/model: no such directory"):
         VLLMBackend("/nonexistent/model", [0])

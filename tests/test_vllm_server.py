@@ -1,4 +1,4 @@
-"""SEAL's rollouts in vLLM server mode (`seal_hub.rollout.vllm_server`), and the trainer wired to it.
+"""SEAL's rollouts in vLLM server mode (`seal_hub.generation.vllm_server`), and the trainer wired to it.
 
 Fast part, against the loopback double (`helpers/vllm_double.py`): the HTTP client gives the rollouts the plain
 backend gives, sends each step's whole sequence (what the server's prefix cache relies on), seeds sampled requests per
@@ -21,8 +21,9 @@ from baselines import SequentialBackend
 from helpers.vllm_double import VLLMDouble
 from transformers import TrainerCallback
 
-from seal_hub.rollout import GenerationRequest, PolicyInfo, RolloutConfig, RolloutEngine, SamplingConfig
-from seal_hub.rollout.vllm_server import ServerError, VLLMServerBackend, request_seed
+from seal_hub.generation import GenerationRequest, SamplingConfig
+from seal_hub.generation.vllm_server import ServerError, VLLMServerBackend, request_seed
+from seal_hub.rollout import PolicyInfo, RolloutConfig, RolloutEngine
 
 TASKS = ["multi_turn_base_0", "multi_turn_base_1"]
 
@@ -286,7 +287,7 @@ def test_a_real_vllm_servers_sampled_log_probs_are_those_of_the_processed_distri
     HF model's log-prob of that token under the same warpers (`sampling.logits_processors`), teacher-forced."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from seal_hub.rollout.sampling import logits_processors
+    from seal_hub.generation.sampling import logits_processors
 
     url, path = real_server
     tokenizer = AutoTokenizer.from_pretrained(path)

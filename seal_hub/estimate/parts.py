@@ -51,7 +51,7 @@ LOGPROB_VOCAB_TILE = 32768
 # fp32 copies of a tile the torch fallback (no Triton: CPU) holds at once: its backward (`_backward_tile`) keeps
 # the scaled logits twice, log p, p, the gradient, and two temporaries of the target term
 CPU_TILE_TEMPORARIES = 7
-# HFBackend's default prefix store (seal_hub.rollout.hf_backend)
+# HFBackend's default prefix store (seal_hub.generation.hf)
 PREFIX_STORE_BYTES = 512 * 2**20
 # DeepSpeed 0.19.8's default stage3_param_persistence_threshold (deepspeed.runtime.zero.config), which the shipped
 # accelerate configs leave (they name no deepspeed_config_file, so accelerate sets no "auto" for it)

@@ -33,7 +33,7 @@ class EvalArguments(TaskArguments, EnvironmentArguments):
     generation_dtype: str = field(
         default="auto",
         metadata={
-            "help": "the dtype the policy generates in (seal_hub.models.generation_dtype): auto, bfloat16 for an fp32 "
+            "help": "the dtype the policy generates in (seal_hub.generation.weights): auto, bfloat16 for an fp32 "
             "policy on a CPU with AMX or AVX512-BF16, as training's rollouts; recorded in results.json",
             "choices": ["auto", "float32", "bfloat16"],
         },
@@ -42,7 +42,8 @@ class EvalArguments(TaskArguments, EnvironmentArguments):
         default=None,
         metadata={
             "help": "generate with an --adapter's LoRA merged into a copy of the adapted weights, as training's "
-            "rollouts and held-out evaluations do (seal_hub.models.merged); unset: on for a CPU model, off on a GPU"
+            "rollouts and held-out evaluations do (seal_hub.generation.weights); unset: on for a CPU model, off on "
+            "a GPU"
         },
     )
     parser_style: str | None = field(default=None, metadata=PARSER_STYLE_HELP)
@@ -137,10 +138,14 @@ def _eval(args: EvalArguments) -> int:
         oracle = dataclasses.replace(spec({"id": "oracle", "revision": None}), protocol=protocol.as_dict())
         result = run_evaluation(suite, tasks, runner, oracle, args.output_dir, progress=progress)
     else:
+        from seal_hub.generation.weights import (
+            GenerationWeights,
+            backend_for,
+            merges_by_default,
+            with_generation_dtype,
+        )
         from seal_hub.models import load_for_inference
-        from seal_hub.models.generation_dtype import GenerationWeights, with_generation_dtype
-        from seal_hub.models.merged import merges_by_default
-        from seal_hub.rollout import PolicyInfo, build_hf_backend
+        from seal_hub.rollout import PolicyInfo
 
         if resolved is not None:  # before the model loads: an adapter of another base fails at once
             check_base_model(resolved, args.model)
@@ -153,11 +158,10 @@ def _eval(args: EvalArguments) -> int:
         model.eval()
         policy_id = adapter["repo"] if adapter else model_record["id"]
         info = PolicyInfo(policy_id, adapter["commit"] if adapter else model_record["revision"])
-        backend = build_hf_backend(model, tokenizer)
         merge = args.merge_lora_for_generation
         if merge is None:
             merge = merges_by_default(model)
-        with GenerationWeights(merge, args.generation_dtype).applied(model) as dtype:
+        with backend_for(model, tokenizer, GenerationWeights(merge, args.generation_dtype)) as (backend, dtype):
             record = spec(with_generation_dtype(model_record, dtype))
             result = evaluate_policy(
                 backend, tokenizer, info, suite, tasks, protocol, interface, record, args.output_dir, progress

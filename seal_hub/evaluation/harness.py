@@ -15,7 +15,7 @@ rate.
 
 Rolling out with the batched engine, and the paper's protocol, are the engine's and `EvalProtocol`'s business;
 this module only builds, orders, stores and scores. Not covered: loading models, adapters or interfaces (the
-callers do that and describe them in the `EvalSpec`), the generation backend (`seal_hub.rollout.hf_backend`).
+callers do that and describe them in the `EvalSpec`), the generation backend (`seal_hub.generation`).
 """
 
 from __future__ import annotations
@@ -40,8 +40,8 @@ from seal_hub.rollout.engine import DONE_FORMAT, PolicyInfo, RolloutEngine
 from seal_hub.rollout.records import Trajectory
 
 if TYPE_CHECKING:
+    from seal_hub.generation.backend import GenerationBackend
     from seal_hub.interface import InterfaceSnapshot
-    from seal_hub.rollout.backend import GenerationBackend
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,8 @@ from typing import Any
 from seal_hub.config_checks import require_at_least_one
 from seal_hub.defaults import EVAL_MAX_NEW_TOKENS, MAX_CONTEXT_TOKENS, MAX_LIVE_EPISODES
 from seal_hub.envs.episode import EpisodeSettings
-from seal_hub.rollout import RolloutConfig, SamplingConfig
+from seal_hub.generation import SamplingConfig
+from seal_hub.rollout import RolloutConfig
 
 
 @dataclass(frozen=True)

@@ -193,11 +193,12 @@ def evaluate_arm(
 
     from seal_hub.envs.suite import SuiteError, in_turn
     from seal_hub.evaluation import EvalProtocol, EvalSpec, evaluate_policy, interface_record
+    from seal_hub.generation import build_hf_backend
     from seal_hub.hub.loading import load_policy_version
     from seal_hub.hub.policy import read_policy
     from seal_hub.interface import InterfaceSnapshot
     from seal_hub.models import load_policy, place_for_inference
-    from seal_hub.rollout import PolicyInfo, build_hf_backend
+    from seal_hub.rollout import PolicyInfo
 
     main = suite_name == config.suites[0]
     try:

@@ -109,7 +109,8 @@ class LiveRunner:
     def stream(self, request: LiveRequest, suite: Any = None) -> Iterator[LiveFrame]:
         """Run `request` on `suite` (default: the runner's), yielding the chat after every model step, then the
         verified episode."""
-        from seal_hub.rollout import PolicyInfo, RolloutConfig, RolloutEngine, SamplingConfig, build_hf_backend
+        from seal_hub.generation import SamplingConfig, build_hf_backend
+        from seal_hub.rollout import PolicyInfo, RolloutConfig, RolloutEngine
         from seal_hub.rollout.engine import _Live
 
         try:

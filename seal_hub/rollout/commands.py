@@ -48,15 +48,9 @@ def _rollout(args: RolloutArguments) -> int:
     from pathlib import Path
 
     from seal_hub.envs.builtin import resolve_suite
+    from seal_hub.generation import SamplingConfig, build_hf_backend
     from seal_hub.models import load_for_inference
-    from seal_hub.rollout import (
-        PolicyInfo,
-        RolloutConfig,
-        RolloutEngine,
-        SamplingConfig,
-        build_hf_backend,
-        write_trajectories,
-    )
+    from seal_hub.rollout import PolicyInfo, RolloutConfig, RolloutEngine, write_trajectories
 
     suite = resolve_suite(args.suite, **args.environment_options())
     tasks = args.select(suite)

@@ -43,11 +43,11 @@ from seal_hub.defaults import MAX_CONTEXT_TOKENS, MAX_LIVE_EPISODES
 from seal_hub.envs.episode import EpisodeSettings
 from seal_hub.envs.protocol import Action, Message, Observation
 from seal_hub.envs.suite import Suite, SuiteTask
+from seal_hub.generation.backend import Generation, GenerationBackend, GenerationRequest, SamplingConfig
 from seal_hub.interface import InterfaceSnapshot
 from seal_hub.models.end_tokens import template_end_of_turn
 from seal_hub.models.parser_style import resolve_parser_style
 from seal_hub.models.toolcalls import ToolCallParser, check_parser_style
-from seal_hub.rollout.backend import Generation, GenerationBackend, GenerationRequest, SamplingConfig
 from seal_hub.rollout.records import (
     CallRecord,
     MessageRecord,
@@ -363,9 +363,7 @@ class RolloutEngine:
                     if on_trajectory is not None:
                         on_trajectory(trajectory)
                     bar.update(1)
-            finish = getattr(self.backend, "finish", None)  # synced generation: wait, stepping, for other ranks
-            if finish is not None:
-                finish()
+            self.backend.finish()  # synced generation: wait, stepping, for the other ranks
         finally:
             bar.close()
         return results

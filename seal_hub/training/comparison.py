@@ -32,10 +32,15 @@ from seal_hub.evaluation import EvalProtocol, EvalSpec, evaluate_policy, interfa
 from seal_hub.evaluation.harness import EvalResult
 from seal_hub.evaluation.results import RESULTS_JSON
 from seal_hub.evaluation.scores import CategoryScore, Scores
+from seal_hub.generation.weights import (
+    AS_LOADED,
+    GenerationWeights,
+    backend_for,
+    merges_by_default,
+    with_generation_dtype,
+)
 from seal_hub.interface import InterfaceSnapshot
-from seal_hub.models.generation_dtype import AS_LOADED, GenerationWeights, with_generation_dtype
-from seal_hub.models.merged import merges_by_default
-from seal_hub.rollout import PolicyInfo, build_hf_backend
+from seal_hub.rollout import PolicyInfo
 from seal_hub.training.held_out import HeldOutResult, held_out_protocol, write_held_out
 from seal_hub.training.run_records import held_out_files
 
@@ -91,7 +96,7 @@ def evaluate_stage(
         policy_id = adapter_record["repo"] if adapter_record else model_record["id"]
         revision = adapter_record["commit"] if adapter_record else model_record.get("revision")
         categories = f"; categories {','.join(plan.categories)}" if plan.categories else ""
-        with weights.applied(model) as dtype:
+        with backend_for(model, tokenizer, weights) as (backend, dtype):
             spec = EvalSpec(
                 suite=plan.suite.name,
                 split=plan.split,
@@ -101,7 +106,7 @@ def evaluate_stage(
                 interface=interface_record(interface, "null"),
             )
             return evaluate_policy(
-                build_hf_backend(model, tokenizer),
+                backend,
                 tokenizer,
                 PolicyInfo(policy_id, revision),
                 plan.suite,
@@ -205,8 +210,7 @@ class HeldOutComparison:
         plan = HeldOutPlan(
             selection.suite, selection.held_out, protocol, source, selection.categories, selection.eval_split
         )
-        weights = GenerationWeights(bool(config.merge_lora_for_generation), config.generation_dtype)
-        return cls(plan, config.output_dir, base_record, weights, main_process)
+        return cls(plan, config.output_dir, base_record, config.generation_weights(), main_process)
 
     def base(self, model, tokenizer) -> None:
         """The model before any training, into `eval/base`."""

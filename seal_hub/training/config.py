@@ -19,10 +19,10 @@ from trl import GRPOConfig
 from seal_hub.config_checks import require_at_least_one
 from seal_hub.defaults import EVAL_MAX_NEW_TOKENS, MAX_CONTEXT_TOKENS, MAX_LIVE_EPISODES
 from seal_hub.envs.protocol import ErrorKind
+from seal_hub.generation.weights import GenerationWeights, check_generation_dtype, cpu_has_bf16
 from seal_hub.interface.evolve import INTERFACE_MODES, EvolveConfig, evolve_config_for
 from seal_hub.interface.rho import RhoSettings
 from seal_hub.interface.snapshot import MAX_GUIDELINES
-from seal_hub.models.generation_dtype import check_generation_dtype, cpu_has_bf16
 from seal_hub.models.toolcalls import check_parser_style
 from seal_hub.training.groups import DYNAMIC_SAMPLING
 from seal_hub.training.task_sampler import TASK_SAMPLERS
@@ -135,15 +135,15 @@ class SealConfig(GRPOConfig):
         default=None,
         metadata={
             "help": "Roll out and evaluate with LoRA merged into a copy of the adapted weights, the exact weights put "
-            "back after (seal_hub.models.merged: 0.77x the demo's evaluation time; one copy of the adapted weights' "
-            "memory while generating). Unset: on for CPU runs, off on GPUs."
+            "back after (seal_hub.generation.weights: 0.77x the demo's evaluation time; one copy of the adapted "
+            "weights' memory while generating). Unset: on for CPU runs, off on GPUs."
         },
     )
     generation_dtype: str = field(
         default="auto",
         metadata={
             "help": "The dtype rollouts and held-out evaluations generate in; training keeps the policy's own "
-            "(seal_hub.models.generation_dtype). auto: bfloat16 for an fp32 policy on a CPU with AMX or "
+            "(seal_hub.generation.weights). auto: bfloat16 for an fp32 policy on a CPU with AMX or "
             "AVX512-BF16 (measured faster, docs/benchmarks.md), the policy's own dtype elsewhere.",
             "choices": ["auto", "float32", "bfloat16"],
         },
@@ -247,6 +247,11 @@ class SealConfig(GRPOConfig):
             rho_max=self.rho_max,
         )
 
+    def generation_weights(self) -> GenerationWeights:
+        """How the run's rollouts and held-out evaluations take the weights (`merge_lora_for_generation`,
+        `generation_dtype`): `seal_hub.generation.weights`."""
+        return GenerationWeights(bool(self.merge_lora_for_generation), self.generation_dtype)
+
     def evolve_config(self, *, tool_errors: bool = True, default_values: bool = False) -> EvolveConfig:
         """Interface evolution's record for `interface_mode` on a suite whose tools can fail (`tool_errors`) and
         whose schemas carry defaults (`default_values`), with this config's thresholds."""
@@ -278,7 +283,7 @@ def check_not_trainer_push(config) -> None:
 def check_vllm_settings(config) -> None:
     """vLLM settings SEAL's own rollouts cannot run under, refused with the reason. Colocate mode: TRL 1.16's
     in-process engine. Server mode: `vllm serve` elsewhere, each rank submitting its own episodes over HTTP
-    (`seal_hub.rollout.vllm_server`); its parallelism and memory are the server's flags, not the trainer's."""
+    (`seal_hub.generation.vllm_server`); its parallelism and memory are the server's flags, not the trainer's."""
     if config.vllm_mode not in ("colocate", "server"):
         raise ValueError(f"vllm_mode must be 'colocate' or 'server', got {config.vllm_mode!r}")
     if config.vllm_mode == "server":

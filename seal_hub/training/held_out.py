@@ -30,8 +30,9 @@ from seal_hub.atomic import write_json
 from seal_hub.envs.suite import Suite, SuiteTask, in_turn
 from seal_hub.evaluation.harness import evaluate_policy
 from seal_hub.evaluation.protocol import EvalProtocol
+from seal_hub.generation import GenerationBackend
 from seal_hub.interface import InterfaceSnapshot
-from seal_hub.rollout import GenerationBackend, PolicyInfo
+from seal_hub.rollout import PolicyInfo
 from seal_hub.training.run_records import held_out_path
 
 if TYPE_CHECKING:

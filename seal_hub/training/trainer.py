@@ -44,7 +44,7 @@ tensorboard) shows them.
 Distributed generation: rollouts and held-out evaluations generate with the model TRL's
 `unwrap_model_for_generation` yields (ZeRO-3's parameters gathered unless `ds3_gather_for_generation` is False,
 FSDP v1's summoned, gradient checkpointing off), as TRL's own generation does. When parameters stay sharded
-during generation, the ranks keep their forward passes in step (`synced_generation`, `seal_hub.rollout.synced`).
+during generation, the ranks keep their forward passes in step (`synced_generation`, `seal_hub.generation.synced`).
 
 vLLM (`use_vllm`, GPUs): TRL builds its engine and syncs its weights before each generation step (and SEAL before a
 held-out evaluation); the rollout engine generates through it, colocated in this process (`VLLMBackend`) or, with
@@ -86,16 +86,16 @@ from seal_hub.diagnosis import FailureProfile, Label
 from seal_hub.envs.builtin import load_suite, require_trainable
 from seal_hub.envs.episode import EpisodeSettings
 from seal_hub.envs.suite import Suite, SuiteTask
+from seal_hub.generation import GenerationBackend, SamplingConfig
+from seal_hub.generation.synced import SyncedSteps, needs_synced_generation
+from seal_hub.generation.weights import backend_for
 from seal_hub.hub.callback import PublishCallback, publish_callback
 from seal_hub.interface import InterfaceSnapshot
 from seal_hub.interface.evolve import evolve, starting_interface
 from seal_hub.interface.rho import RhoWindow
 from seal_hub.interface.store import SnapshotStore
 from seal_hub.models.end_tokens import end_token_ids
-from seal_hub.models.generation_dtype import GenerationWeights
-from seal_hub.rollout import GenerationBackend, PolicyInfo, RolloutConfig, RolloutEngine, SamplingConfig
-from seal_hub.rollout.hf_backend import build_hf_backend
-from seal_hub.rollout.synced import SyncedSteps, needs_synced_generation
+from seal_hub.rollout import PolicyInfo, RolloutConfig, RolloutEngine
 from seal_hub.training.config import SealConfig
 from seal_hub.training.groups import Group, StepPlan, groups_of, plan_step
 from seal_hub.training.held_out import HeldOutResult, evaluate_held_out, held_out_protocol, write_held_out
@@ -228,7 +228,7 @@ class SealTrainer(GRPOTrainer):
         self.suite = suite
         self.policy_id = policy_id
         self.publisher: PublishCallback | None = publisher
-        self.backend_factory = backend_factory or self._default_backend
+        self.backend_factory = backend_factory  # None: vLLM under use_vllm, else the batched HF engine
         defaults = suite.schema_defaults  # a user environment's schemas carry defaults
         self.interface = interface or starting_interface(
             suite.name,
@@ -296,24 +296,20 @@ class SealTrainer(GRPOTrainer):
         2 rollouts: both ranks get the prompt twice); with one seed, both ranks would draw the same rollouts."""
         return self.args.seed + RANK_SEED_STRIDE * self.accelerator.process_index
 
-    def _default_backend(self, model, tokenizer, step: int) -> GenerationBackend:
-        """Under `use_vllm`, TRL's engine (its weights synced by TRL before each generation step): in colocate mode
-        the one in this process, in server mode `vllm serve` elsewhere, reached by every rank over HTTP. Else
-        batched HF."""
-        if self.use_vllm and self.vllm_mode == "server":
+    def _vllm_backend(self, model, tokenizer, step: int) -> GenerationBackend:
+        """TRL's vLLM engine (its weights synced by TRL before each generation step): in colocate mode the one in
+        this process, in server mode `vllm serve` elsewhere, reached by every rank over HTTP."""
+        if self.vllm_mode == "server":
             return self._server_backend(end_token_ids(model, tokenizer))
-        if self.use_vllm:
-            from seal_hub.rollout.vllm_backend import VLLMBackend
+        from seal_hub.generation.vllm_colocate import VLLMBackend
 
-            return VLLMBackend.from_llm(self.vllm_generation.llm, end_token_ids(model, tokenizer))
-        # a fresh batched backend per generation step: cached KV belongs to the weights of one step
-        return build_hf_backend(model, tokenizer, seed=self.sampling_seed + step, synced=self.synced)
+        return VLLMBackend.from_llm(self.vllm_generation.llm, end_token_ids(model, tokenizer))
 
     def _server_backend(self, eos_token_ids: list[int]) -> GenerationBackend:
         """One connection pool per rank for the whole run (the server's prefix cache outlives a step; TRL resets
         it after each weight sync)."""
         if self._vllm_server is None:
-            from seal_hub.rollout.vllm_server import VLLMServerBackend, server_url
+            from seal_hub.generation.vllm_server import VLLMServerBackend, server_url
 
             args = self.args
             url = server_url(args.vllm_server_base_url, args.vllm_server_host, args.vllm_server_port)
@@ -322,14 +318,17 @@ class SealTrainer(GRPOTrainer):
         return self._vllm_server
 
     @contextmanager
-    def _generation_model(self) -> Iterator[Any]:
-        """The policy as generation must see it, as TRL's own generation takes it: `unwrap_model_for_generation`
-        (ZeRO-3's parameters gathered unless `ds3_gather_for_generation` is False; gradient checkpointing off)
-        and FSDP v1's full parameters summoned; with `merge_lora_for_generation`, LoRA merged into a copy of the
-        adapted weights (`seal_hub.models.merged`); the weights in `generation_dtype` while generating
-        (`seal_hub.models.generation_dtype`). Under vLLM the weights are vLLM's: nothing is gathered."""
+    def _generation_backend(self, step: int) -> Iterator[GenerationBackend]:
+        """The backend of generation step `step`, on the policy as TRL's own generation takes it:
+        `unwrap_model_for_generation` (ZeRO-3's parameters gathered unless `ds3_gather_for_generation` is False;
+        gradient checkpointing off) and FSDP v1's full parameters summoned; then `backend_for`: the weights as
+        `merge_lora_for_generation` and `generation_dtype` say, and a fresh batched HF engine (cached KV belongs to
+        one step's weights), or `backend_factory`'s backend. Under vLLM the weights are vLLM's: nothing is gathered,
+        merged or cast."""
+        tokenizer, factory = self.processing_class, self.backend_factory
         if self.use_vllm:
-            yield self.accelerator.unwrap_model(self.model)
+            model = self.accelerator.unwrap_model(self.model)
+            yield (factory or self._vllm_backend)(model, tokenizer, step)
             return
         with (
             unwrap_model_for_generation(
@@ -339,9 +338,16 @@ class SealTrainer(GRPOTrainer):
                 gradient_checkpointing_kwargs=self.args.gradient_checkpointing_kwargs,
             ) as model,
             DistributedBackend(self.accelerator).summon_full_params(self.model_wrapped, recurse=False),
-            GenerationWeights(bool(self.args.merge_lora_for_generation), self.args.generation_dtype).applied(model),
+            backend_for(
+                model,
+                tokenizer,
+                self.args.generation_weights(),
+                seed=self.sampling_seed + step,
+                synced=self.synced,
+                factory=None if factory is None else lambda policy, tokens: factory(policy, tokens, step),
+            ) as (backend, _),
         ):
-            yield model
+            yield backend
 
     def _rollout(self, prompts: list[str], trainer: GRPOTrainer) -> dict[str, list]:
         """One generation step: this rank's share of the step's groups (`_draw_step`), each rank's rollouts gathered,
@@ -350,8 +356,7 @@ class SealTrainer(GRPOTrainer):
         step = self.state.global_step
         interface = self.interface
         self._bind_reward_context()
-        with self._generation_model() as model:
-            backend = self.backend_factory(model, self.processing_class, step)
+        with self._generation_backend(step) as backend:
             engine = RolloutEngine(
                 backend,
                 self.processing_class,
@@ -512,8 +517,7 @@ class SealTrainer(GRPOTrainer):
             self.vllm_generation.sync_weights()
             self._last_loaded_step = step
         policy = PolicyInfo(self.policy_id)
-        with self._generation_model() as model:
-            backend = self.backend_factory(model, self.processing_class, step)
+        with self._generation_backend(step) as backend:
             result = evaluate_held_out(
                 backend, self.processing_class, self.suite, self.held_out_tasks, protocol, policy, step
             )

@@ -13,10 +13,10 @@ from pathlib import Path
 
 from helpers.scripted import ScriptedBackend
 from seal_hub.diagnosis.records import diagnosis_rows
+from seal_hub.generation.backend import SamplingConfig
 from seal_hub.interface import InterfaceSnapshot
 from seal_hub.interface.evolve import evolve
 from seal_hub.rollout import PolicyInfo, RolloutConfig, RolloutEngine, write_trajectories
-from seal_hub.rollout.backend import SamplingConfig
 
 TASKS = ("multi_turn_base_0", "multi_turn_base_1", "multi_turn_base_2")
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from seal_hub.generation.backend import Generation, GenerationBackend, GenerationRequest, SamplingConfig
 from seal_hub.models.toolcalls import format_tool_calls
-from seal_hub.rollout.backend import Generation, GenerationRequest, SamplingConfig
 
 
-class ScriptedBackend:
+class ScriptedBackend(GenerationBackend):
     """`script(session, step_index, request)` returns the text the "model" says (None: an empty generation)."""
 
     def __init__(self, tokenizer, script: Callable[[str, int, GenerationRequest], str | None], eos: bool = True):

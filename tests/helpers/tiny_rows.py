@@ -1,4 +1,4 @@
-"""The rollout engine tests' shared pieces: the tiny causal LM (random weights, built once per module) and
+"""The HF engine tests' shared pieces: the tiny causal LM (random weights, built once per module) and
 deterministic random token sequences standing in for prompts (test_decode_buckets, test_kv_prefill,
 test_rollout_memory, test_shared_prefix_rows)."""
 

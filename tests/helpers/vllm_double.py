@@ -22,7 +22,7 @@ from urllib.parse import urlsplit
 
 from baselines import SequentialBackend
 
-from seal_hub.rollout import GenerationRequest, SamplingConfig
+from seal_hub.generation import GenerationRequest, SamplingConfig
 
 
 class VLLMDouble:

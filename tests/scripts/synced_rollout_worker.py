@@ -17,9 +17,10 @@ import torch.distributed as dist
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from seal_hub.envs.bfcl import BfclSuite, EpisodeConfig  # noqa: E402
+from seal_hub.generation import HFBackend, SamplingConfig  # noqa: E402
+from seal_hub.generation.synced import SyncedSteps  # noqa: E402
 from seal_hub.models import PolicyConfig, load_policy  # noqa: E402
-from seal_hub.rollout import HFBackend, RolloutConfig, RolloutEngine, SamplingConfig  # noqa: E402
-from seal_hub.rollout.synced import SyncedSteps  # noqa: E402
+from seal_hub.rollout import RolloutConfig, RolloutEngine  # noqa: E402
 
 rank, port, model_dir, out, synced = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5] == "1"
 torch.set_num_threads(1)

@@ -1,29 +1,25 @@
-"""Decode attention over a shared task prefix and each row's own tail: a few big calls per layer, not one per row.
+"""Attention over a shared task prefix and each row's own tail, read in place and merged by their log-sum-exp.
 
-`KVRows` holds a row as a reference to its task's shared prefix plus its own tail (`seal_hub.rollout.kv_rows`),
-and a generate call's tails sit in buckets of similar length, one padded tensor per bucket and layer
-(`seal_hub.rollout.kv_step`). While `HFBackend`
-generates, `rows_attention(model)` points the model's attention layers at a `transformers` attention function
-(registered under ``seal_kv_rows:<original>``) that:
+While `HFBackend` generates, `rows_attention(model)` points the model's attention layers at a transformers
+attention function (registered as ``seal_kv_rows:<original>``) that, given the `KVRows` passed as the ``kv_rows``
+forward argument:
 
-- in a decode step (the `KVRows` passed as the ``kv_rows`` forward argument has a step under way) runs, per layer,
-  ONE call per bucket over its slots' tails (read in place, each masked past its own length; once half a bucket's
-  rows or more have ended their turn, one call per row left over its own tail instead: the padded call would go on
-  reading the finished rows' slots; a bucket whose rows have all ended is not read) and ONE call per group of rows
-  sharing a prefix view (all the group's rows' query heads folded onto the query axis of each KV head: the
-  prefix's keys are read once a step for the whole group, in place), then merges the two partial results by their
-  log-sum-exp (`shared_attention.merge`), which is the softmax over the row's whole sequence up to rounding. On
-  CPU both calls are PyTorch's fused flash kernel, which returns the log-sum-exp with the output
-  (`shared_attention.attention_with_lse`); elsewhere the plain product;
-- in a packed prefill forward (``kv_rows.packed``, `seal_hub.rollout.kv_prefill`) runs, per piece (one row's
-  new tokens), its queries over that row's shared prefix (causal inside it) and its tail (causal), in place,
-  merged the same way (`prefill_attention`);
-- otherwise (any call without ``kv_rows``) calls the model's original attention implementation with the mask it
-  would have built (``eager`` models use SDPA, the same product).
+- in a decode step runs, per layer, one call per bucket of `step.DecodeBatch` over its slots' tails (each masked
+  past its own length; once few of its rows still decode, one call per such row over its own tail; a bucket whose
+  rows have all ended is not read) and one call per group of rows sharing a prefix view, the group's query heads
+  folded onto the query axis of each KV head, so the prefix is read once a step for the whole group
+  (`decode_attention`);
+- in a packed prefill forward (`step.PackedPrefill`) runs each piece's queries over its own row's shared prefix
+  (causal inside it) and tail (causal) (`prefill_attention`);
+- otherwise (any call without ``kv_rows``) calls the model's original implementation with the mask it would have
+  built (``eager`` models get SDPA, the same product).
 
-The original implementation is restored when the context ends, also on error. Not covered: sliding-window layers
-attend to the whole row (as the cache keeps it), and attention with extra inputs per head (sinks, ALiBi,
-soft-capping) has no decode path here: those models should roll out with vLLM.
+Two partial attentions over disjoint keys merge into the softmax over their union, exactly up to rounding (`merge`).
+On CPU `attention_with_lse` is PyTorch's fused flash kernel, which returns the log-sum-exp with the output;
+elsewhere the plain product. The original implementation comes back when the context ends, also on error.
+
+Not covered: sliding-window layers attend to the whole row (as the cache keeps it), and attention with extra inputs
+per head (sinks, ALiBi, soft-capping) has no decode path here: roll such models out with vLLM (`use_vllm`).
 """
 
 from __future__ import annotations
@@ -37,12 +33,45 @@ from transformers.integrations.sdpa_attention import sdpa_attention_forward
 from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS
 from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS, AttentionInterface
 
-from seal_hub.rollout.kv_prefill import PackedPrefill
-from seal_hub.rollout.kv_rows import KVRows
-from seal_hub.rollout.kv_step import DecodeBatch, Part
-from seal_hub.rollout.shared_attention import attention_with_lse, merge
+from seal_hub.generation.hf.cache import KVRows
+from seal_hub.generation.hf.step import DecodeBatch, PackedPrefill, Part
 
 NAME = "seal_kv_rows"
+
+
+def _partial(scores: torch.Tensor, values: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Softmax-weighted values and the log-sum-exp of `scores` (over the last axis)."""
+    lse = torch.logsumexp(scores, dim=-1, keepdim=True)
+    weights = torch.exp(scores - lse).nan_to_num(0.0)  # a fully masked row: weights 0, lse -inf
+    return weights @ values, lse
+
+
+def attention_with_lse(
+    query: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, mask: torch.Tensor | None, scale: float
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Attention of `query` [B, H, Q, dim] over `keys`/`values` [B, H, K, dim] (read in place, strides as they
+    come) with an additive `mask` broadcast to [B, H, Q, K]: the output and the log-sum-exp of the scores [B, H, Q]
+    (float32). On CPU, PyTorch's fused flash kernel, which returns both in one pass; elsewhere the plain product."""
+    if query.device.type == "cpu":
+        out, lse = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(
+            query, keys, values, 0.0, False, attn_mask=mask, scale=scale
+        )
+        return out, lse
+    scores = (query @ keys.transpose(-1, -2)).float() * scale
+    if mask is not None:
+        scores = scores + mask
+    out, lse = _partial(scores, values.float())
+    return out.to(query.dtype), lse.squeeze(-1)
+
+
+def merge(
+    first: torch.Tensor, first_lse: torch.Tensor, second: torch.Tensor, second_lse: torch.Tensor
+) -> torch.Tensor:
+    """Two partial attentions over disjoint key sets merged into the attention over their union: outputs
+    [..., Q, dim], log-sum-exps [..., Q] (a -inf one, an empty key set, weighs 0)."""
+    top = torch.maximum(first_lse, second_lse)
+    a, b = torch.exp(first_lse - top)[..., None], torch.exp(second_lse - top)[..., None]
+    return ((a * first.float() + b * second.float()) / (a + b)).to(first.dtype)
 
 
 def _registered(original: str) -> str:
@@ -168,7 +197,7 @@ def _attention_configs(model) -> list[PretrainedConfig]:
     if not configs:
         raise ValueError(
             f"{type(model).__name__} has no attention layers with a `config` and `layer_idx`: the batched backend "
-            "cannot run its per-row decode attention on it (use the reference or vLLM backend)"
+            "cannot run its per-row decode attention on it (roll it out with vLLM: use_vllm)"
         )
     return list(configs.values())
 

@@ -1,54 +1,197 @@
-"""The KV cache of every live episode: a shared task prefix held once per group, and each row's own tail.
+"""The KV of every live episode: a task prefix held once per group by reference count, and each row's own tail.
 
-A row (one episode, `_Row`) covers its sequence's positions 0..n-1 in two parts:
+A task's prefix (system prompt, tool schemas, first user turn) is the same for every rollout of its GRPO group and
+every step of an episode. A row (one episode, `_Row`) covers its sequence's positions 0..n-1 in two parts:
 
-- the task prefix (system prompt, tool schemas, first user turn): a reference to a `SharedPrefix`
-  (`seal_hub.rollout.kv_prefix`) and how many of its positions the row uses. Every rollout of a task's group
-  refers to the same one, so a group of G rows holds its prompt's KV once, not G times; the first row of a group
-  prefills it, the others take a reference (nothing copied); it is freed with its last reference;
-- the row's own tail (everything after the shared part: its completions, the environment's answers), per layer
-  ``[1, kv_heads, capacity, head_dim]`` with the capacity the row's own tail length rounded up to
-  `CAPACITY_STEP`, re-allocated (one block of layers at a time) only when a prefill outgrows it.
+- a reference to a `SharedPrefix` and how many of its positions it uses: the group's first row prefills it, the
+  others take a reference (nothing copied), and it is freed with its last reference. A prefix is immutable once
+  filled: a row that diverges inside it keeps the common positions as a shorter view and writes the rest to its
+  tail, so copy-on-write never copies;
+- its own tail (everything after), per layer ``[1, kv_heads, capacity, head_dim]``, the capacity its length rounded
+  up to `CAPACITY_STEP`, allocated in blocks of layers and re-allocated only when a prefill outgrows it.
 
-A row never writes into a shared prefix (it is immutable once its first row filled it): a row whose sequence
-diverges inside the shared part keeps the common positions as a shorter view and writes the rest to its tail,
-so copy-on-write never copies. Positions stay true positions (RoPE): position p of a row is the shared prefix's
-p when p < the shared length, else its tail's p - shared length.
+Positions stay true positions (RoPE): position p is the prefix's p below the shared length, else the tail's
+p - shared length. `PrefixStore` keeps the prefixes no live row refers to, up to `max_bytes` (least recently used out
+first); taking an entry hands its reference over to the row. A new prefix that agrees with a filled one (another
+task's, live or stored) on at least `MIN_BORROW` leading tokens *borrows* those positions: their KV is copied in once
+the lender is filled (the KV of position p depends on tokens 0..p alone), and only the rest is prefilled (the
+backend runs the lenders' prefill first: `borrowing`, `fill_borrowed`).
 
-The model gets `transformers` caches that write in place: `prefill_cache(pieces)` is one packed prefill
-forward of several rows' new positions (`seal_hub.rollout.kv_prefill`: into a shared prefix while its first
-row fills it, else into the row's tail); a generate call's decode steps go through
-`seal_hub.rollout.kv_step` (`begin_decode`/`decode_cache`/`end_decode`): the call's tails in buckets of padded
-tensors per layer, read in place with each group's prefix by `seal_hub.rollout.rows_attention`, and afterwards
-each row's tensors are views of its slot there (a row held but not in a call gets its own copy at the next layout,
-so it does not pin a finished call's storage).
+`KVRows.layout` orders a call's sessions as rows 0..n-1 (then sessions held but not requested) and shares prefixes;
+rows are Python objects, so ordering, swapping or dropping them copies nothing. The model writes through the caches
+of `step.py` (`prefill_cache`; `begin_decode`, `decode_cache`, `end_decode`), and after a call each row's tensors
+are views of its slot there (a row held but not in the next call gets its own copy at that call's layout).
 
-A new prefix that agrees with a filled one (another task's, live or in the store) on at least `MIN_BORROW`
-leading tokens borrows those positions: they are copied in once the lender is filled, and only the rest is
-prefilled (`SharedPrefix.borrow`; the backend's prefill runs the lenders first, `borrowing`/`fill_borrowed`).
-
-`layout` orders a call's sessions as rows 0..n-1 (then sessions held but not requested) and shares prefixes;
-rows are Python objects, so ordering, swapping or dropping them copies nothing. A released row's prefix goes
-to the `PrefixStore` when that row held its last reference (bounded by bytes, least recently used out first).
-
-Not covered: sliding-window eviction (sliding layers see the whole row), and linear attention / state-space
-layers (their models need their own cache classes).
+Not covered: sliding-window eviction, linear-attention or state-space layers (their models need their own cache
+classes), holding the common start of two prefixes once (vLLM's block hashing does), and evicting prefixes that
+live rows hold.
 """
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from dataclasses import dataclass, field
 
 import torch
 from transformers.cache_utils import Cache
 
-from seal_hub.rollout.kv_prefill import PackedPrefill, Piece
-from seal_hub.rollout.kv_prefix import PrefixStore, SharedPrefix
-from seal_hub.rollout.kv_step import CAPACITY_STEP, DecodeBatch, rounded
+from seal_hub.generation.hf.step import CAPACITY_STEP, DecodeBatch, PackedPrefill, Piece, rounded
 
 SHRINK_SLACK = 4 * CAPACITY_STEP  # a tail this much larger than it needs is re-allocated smaller
 MIN_BORROW = 64  # a new prefix borrows its start from another task's only when they share this many tokens
 BLOCK_BYTES = 40 * 2**20  # a row's tail is allocated in blocks of layers of at least this size (see `_allocate`)
+
+
+class SharedPrefix:
+    """One task prefix's KV in every layer, shared by reference count (see the module docstring)."""
+
+    def __init__(self, ids: tuple[int, ...], num_layers: int) -> None:
+        if not ids:
+            raise ValueError("a shared prefix needs at least one token")
+        self.ids = ids
+        self.keys: list[torch.Tensor | None] = [None] * num_layers  # per layer [1, kv_heads, len(ids), head_dim]
+        self.values: list[torch.Tensor | None] = [None] * num_layers
+        self.refs = 1  # whoever made it holds the first reference
+        self.borrowed: tuple[SharedPrefix, int] | None = None  # a lender and how many positions to copy from it
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    @property
+    def freed(self) -> bool:
+        return self.refs == 0
+
+    @property
+    def nbytes(self) -> int:
+        return sum(t.nbytes for t in (*self.keys, *self.values) if t is not None)
+
+    def acquire(self) -> SharedPrefix:
+        if self.refs < 1:
+            raise RuntimeError("a freed shared prefix cannot be referenced again")
+        self.refs += 1
+        return self
+
+    def release(self) -> None:
+        """Drop one reference; the last one frees the tensors."""
+        if self.refs < 1:
+            raise RuntimeError("shared prefix released more times than it was referenced")
+        self.refs -= 1
+        if self.refs == 0:
+            self.keys = [None] * len(self.keys)
+            self.values = [None] * len(self.values)
+            if self.borrowed is not None:  # freed before its copy (a call cut short): the lender is let go
+                self.borrowed[0].release()
+                self.borrowed = None
+
+    def borrow(self, lender: SharedPrefix, length: int) -> None:
+        """Take this (still empty) prefix's first `length` positions from `lender` (whose ids agree with ours on
+        them) at `fill_borrowed`; a reference to the lender is held until then."""
+        if not 0 < length <= min(len(lender), len(self)) or lender.ids[:length] != self.ids[:length]:
+            raise ValueError(f"a prefix can borrow only positions whose tokens it shares with the lender ({length})")
+        if self.borrowed is not None or any(k is not None for k in self.keys):
+            raise RuntimeError("a shared prefix borrows its start once, before anything is written into it")
+        self.borrowed = (lender.acquire(), length)
+
+    def fill_borrowed(self) -> int:
+        """Copy the borrowed positions in from the lender (filled by now), let it go; returns how many."""
+        if self.borrowed is None:
+            return 0
+        lender, length = self.borrowed
+        for layer, (keys, values) in enumerate(zip(lender.keys, lender.values, strict=True)):
+            if keys is None or values is None:
+                raise RuntimeError("a shared prefix borrowed from a lender that was never filled")
+            own_keys, own_values = self.tensors(layer, keys, values)
+            own_keys[:, :, :length] = keys[:, :, :length]
+            own_values[:, :, :length] = values[:, :, :length]
+        self.borrowed = None
+        lender.release()
+        return length
+
+    def serves(self, prefix: tuple[int, ...]) -> int:
+        """How many leading positions of `prefix` this prefix can lend (0 unless one is a prefix of the other).
+        A prefix still being filled serves too: its filler's prefill runs before any row that shares it reads it."""
+        n = min(len(self.ids), len(prefix))
+        return n if n and self.ids[n - 1] == prefix[n - 1] and self.ids[:n] == prefix[:n] else 0
+
+    def tensors(self, layer: int, like_keys: torch.Tensor, like_values: torch.Tensor):
+        """This layer's keys and values, allocated at the first write with the model's KV shapes."""
+        if self.keys[layer] is None:
+            if self.refs < 1:
+                raise RuntimeError("writing into a freed shared prefix")
+            length = len(self.ids)
+            self.keys[layer] = like_keys.new_empty((1, like_keys.shape[1], length, like_keys.shape[-1]))
+            self.values[layer] = like_values.new_empty((1, like_values.shape[1], length, like_values.shape[-1]))
+        return self.keys[layer], self.values[layer]
+
+    def compact(self) -> int:
+        """Tensors of its own where it holds views of a larger storage (a decode batch's, `step.py`): what a prefix
+        kept after its rows let go must not pin the rest of that storage. Returns the bytes copied."""
+        copied = 0
+        for tensors in (self.keys, self.values):
+            for layer, t in enumerate(tensors):
+                if t is not None and t.untyped_storage().nbytes() > t.nbytes:
+                    tensors[layer] = t.clone()
+                    copied += t.nbytes
+        return copied
+
+    def view(self, layer: int, length: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """The first `length` positions of one layer, in place."""
+        return self.keys[layer][:, :, :length], self.values[layer][:, :, :length]
+
+
+class PrefixStore:
+    """Shared prefixes no live row refers to, up to `max_bytes` in all; least recently used out first."""
+
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes = max_bytes
+        self._entries: OrderedDict[tuple[int, ...], SharedPrefix] = OrderedDict()
+        self.nbytes = 0
+        self.evictions = 0
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __contains__(self, prefix: tuple[int, ...]) -> bool:
+        return prefix in self._entries
+
+    def put(self, shared: SharedPrefix) -> bool:
+        """Keep a reference to `shared` (evicting the least recently used); False when it alone exceeds the bound."""
+        size = shared.nbytes
+        if size == 0 or size > self.max_bytes or shared.ids in self._entries:
+            return False
+        shared.compact()
+        while self._entries and self.nbytes + size > self.max_bytes:
+            _, old = self._entries.popitem(last=False)
+            self.nbytes -= old.nbytes
+            old.release()
+            self.evictions += 1
+        self._entries[shared.ids] = shared.acquire()
+        self.nbytes += size
+        return True
+
+    def take(self, prefix: tuple[int, ...], more_than: int = 0) -> tuple[SharedPrefix, int] | None:
+        """The entry that lends the most of `prefix` (more than `more_than` positions) and how many, handed over
+        with the store's reference (it leaves the store)."""
+        best, length = None, more_than
+        for ids, shared in self._entries.items():
+            n = shared.serves(prefix)
+            if n > length:
+                best, length = ids, n
+        if best is None:
+            return None
+        shared = self._entries.pop(best)
+        self.nbytes -= shared.nbytes
+        return shared, length
+
+    def entries(self) -> list[SharedPrefix]:
+        """The prefixes kept, least recently used first (read, not taken: a lender of a borrowed start)."""
+        return list(self._entries.values())
+
+    def clear(self) -> None:
+        for shared in self._entries.values():
+            shared.release()
+        self._entries.clear()
+        self.nbytes = 0
 
 
 def num_layers(model) -> int:
@@ -63,7 +206,7 @@ def num_layers(model) -> int:
 
 def _compact(row: _Row) -> None:
     """Tensors of the row's own where its tail (or its prefix, if it holds it alone) is a view of a larger storage
-    (a decode batch's slot, `kv_step`)."""
+    (a decode batch's slot, `step.py`)."""
     own = row.nbytes  # a storage larger than all the row's tensors is not one of its own blocks (`_allocate`)
     for tensors in (row.keys, row.values):
         for layer, t in enumerate(tensors):
@@ -208,7 +351,7 @@ class KVRows:
     # ----- caches the model writes through -----
 
     def prefill_cache(self, pieces: list[Piece]) -> PackedPrefill:
-        """The cache of one packed prefill forward (`seal_hub.rollout.kv_prefill`), current until `end_prefill`."""
+        """The cache of one packed prefill forward (`step.PackedPrefill`), current until `end_prefill`."""
         for piece in pieces:
             row = self.rows[piece.row]
             if piece.end - row.shared_length > row.capacity:
@@ -225,7 +368,7 @@ class KVRows:
         self.packed = None
 
     def begin_decode(self, count: int, room: list[int]) -> DecodeBatch:
-        """The decode steps of rows 0..count-1, each decoding up to `room` tokens (`seal_hub.rollout.kv_step`)."""
+        """The decode steps of rows 0..count-1, each decoding up to `room` tokens (`step.DecodeBatch`)."""
         self.step = DecodeBatch(self.rows[:count], room, self.num_layers)
         return self.step
 
@@ -259,7 +402,7 @@ class KVRows:
     def set_ids(self, row: int, ids: tuple[int, ...], prefix_length: int) -> None:
         self.rows[row].ids, self.rows[row].prefix_length = ids, prefix_length
 
-    def swap(self, a: int, b: int, length: int = 0) -> None:
+    def swap(self, a: int, b: int) -> None:
         """Exchange rows `a` and `b` (nothing is copied: rows are objects, their tails keep their batch slots)."""
         self.rows[a], self.rows[b] = self.rows[b], self.rows[a]
         self.swaps += 1
@@ -280,8 +423,8 @@ class KVRows:
 
     def _borrow_start(self, shared: SharedPrefix, starts: list[SharedPrefix]) -> int:
         """Let a new prefix borrow its start from the filled prefix it agrees with longest (at least `MIN_BORROW`
-        tokens; `kv_prefix`); returns how many positions it borrowed. One that borrows nothing may be borrowed from
-        (it is filled in the first prefill phase, the borrowers in the second)."""
+        tokens; `SharedPrefix.borrow`); returns how many positions it borrowed. One that borrows nothing may be
+        borrowed from (it is filled in the first prefill phase, the borrowers in the second)."""
         lender, length = None, MIN_BORROW - 1
         for candidate in starts:
             n = _common(candidate.ids, shared.ids)

@@ -1,53 +1,29 @@
-"""Batched generation on a Hugging Face causal LM: a task's prompt KV held once per group, one KV copy of the rest.
+"""Batched generation on a transformers causal LM, a task prompt's KV held once for its group of rollouts.
 
-A BFCL prompt is mostly its system prompt and tool schemas (thousands of tokens, the same for every rollout of
-a task and every step of an episode), and an episode only ever appends to its token sequence. So, by default
-on CPU and CUDA:
+An agent's prompt is mostly its system prompt and tool schemas (thousands of tokens, the same for every rollout of a
+task and every step of an episode), and an episode only ever appends to its sequence. So `HFBackend`:
 
-- every episode (session) owns a row (`seal_hub.rollout.kv_rows`): a reference to its task prefix's KV, held
-  ONCE for the whole group of rollouts (`seal_hub.rollout.kv_prefix.SharedPrefix`: the group's first row
-  prefills it, the others take a reference, it is freed when the last one lets go), and the row's own tail
-  (everything after the prefix), sized to itself. Positions are true positions (RoPE): no left padding is built;
-- the row is kept between the episode's steps, so a step only prefills the new environment tokens; the rows'
-  new tokens are packed into forwards of at most `PREFILL_CHUNK` tokens (`seal_hub.rollout.kv_prefill`: a long
-  prompt in chunks, 32 rows' short answers in one forward); a row whose sequence diverges inside the shared prefix
-  keeps the common part as a shorter view and writes the rest to its own tail (the prefix is never written);
-- when no live row holds a task's prefix, the prefix store keeps released ones up to `max_prefix_bytes` (least
-  recently used first out) and hands an entry's reference over to the row that takes it;
-- a new task prefix that agrees with another task's filled prefix on its first tokens (BFCL tasks of one tool
-  class share the system prompt and tool schemas) borrows those positions' KV, copied in, and prefills only the
-  rest (`SharedPrefix.borrow`; the prefill runs lenders before borrowers);
-- a generate call's decode loop holds the rows' tails in buckets of similar length, one padded tensor per bucket
-  and layer, all views of one storage per layer (`seal_hub.rollout.kv_step`: copied in once per call, handed back
-  to the rows as views), and each decode step's attention (`seal_hub.rollout.rows_attention`) runs, per layer, one
-  call per bucket and one per group of rows sharing a prefix (the prefix's keys read once a step for the group, in
-  place), merged by their log-sum-exp: a group of 8 reads its prompt once a step, not 8 times, and 32 rows of 4
-  tasks make 5 attention calls a layer, not 32;
-- a row that finishes early in the decode loop is swapped behind the live rows (no copy: it keeps its slot);
-  once half a bucket's slots or fewer still decode, each of its rows left attends alone over its own tail;
-- on CPU, every call starts by giving the C heap's free pages back to the system (`seal_hub.rollout.heap`).
+- keeps a row per episode between its steps (`cache.py`): a reference to its task prefix's KV, held once per group
+  (and kept in a bounded store once no row holds it), plus the row's own tail; a step prefills only the new tokens,
+  several rows' packed into forwards of at most `PREFILL_CHUNK` tokens (`step.py`), and a new prefix borrows the KV
+  of the leading tokens it shares with another task's;
+- decodes a call's rows in buckets of similar length, each step's attention one call per bucket and one per group
+  of rows sharing a prefix (`attention.py`): a group of 8 reads its prompt once a step, not 8 times; a row that
+  ends early is swapped behind the live rows (nothing copied);
+- on CPU, gives the C heap's free pages back before each call (`step.give_back`).
 
-Sampling goes through transformers' own logits warpers in `model.generate`'s order (`sampling.py`), so it draws
-from the distribution the reference backend (`reference.py`) draws from; greedy decoding matches it token for
-token (the merge of two partial softmaxes is exact up to rounding; the tests compare with `generate`). The draw
-runs on the model's device (a generator there), and a decode step moves its inputs and positions to the device
-in one copy and its tokens and log-probs back in one (positions are kept as Python ints): one copy back per step.
-On CUDA the step's timings synchronise at their boundaries; only the one before sampling waits for work (the
-forward, which the copy back would wait for anyway). A call cut short (an error, an interrupt) drops its rows:
-their KV may be partial; the next call prefills them again.
+Sampling goes through transformers' own logits warpers in `model.generate`'s order (`seal_hub.generation.sampling`),
+so it draws from the distribution `model.generate` draws from; greedy decoding matches it token for token (the
+merge of two partial softmaxes is exact up to rounding; the tests compare with `generate`). The draw runs on the
+model's device, and a decode step copies its inputs to the device and its tokens and log-probs back once each. A
+call cut short (an error, an interrupt) drops its rows, whose KV may be partial: the next call prefills them again.
+With `synced` (ranks whose forwards are collectives, `seal_hub.generation.synced`), every forward first joins the
+ranks' "any work left" all-reduce, and `finish` runs dummy forwards until every rank's rollouts are done.
 
-With `synced` (several ranks whose forwards are collectives, `seal_hub.rollout.synced`), every forward first joins
-the ranks' "any work left" all-reduce, and `finish` runs dummy forwards until every rank's rollouts are done.
-
-`build_hf_backend(model, tokenizer, seed)` is the one way seal_hub builds it for a model and its tokenizer (the
-model's end-of-turn tokens, the tokenizer's pad token): `seal-hub eval` and `rollout`, the trainer, the held-out
-comparison, the experiment and the replay Space's live episodes all call it.
-
-`timings` accumulates where generation time goes (prefill forwards, decode forwards, cache work, sampling) for
-the benchmarks. The KV is in the model's dtype (bf16 while `seal_hub.models.generation_dtype` casts the weights).
-Not covered: one attention call over several groups' prefixes at once (4 tasks x 8 rollouts make 4 prefix calls a
-layer besides the tails' one; that needs a kernel reading blocks in place), speculative decoding, or multi-GPU
-inference (use vLLM there).
+`build_hf_backend(model, tokenizer, seed)` is the one way seal_hub builds it (the model's end-of-turn tokens, the
+tokenizer's pad token). `timings` and the counters say where generation time goes, for the benchmarks. The KV is
+in the model's dtype. Not covered: one attention call over several groups' prefixes (a kernel reading blocks in
+place), speculative decoding, multi-GPU inference (use vLLM there).
 """
 
 from __future__ import annotations
@@ -57,19 +33,17 @@ from collections.abc import Iterable
 
 import torch
 
-from seal_hub.rollout.backend import Generation, GenerationRequest, SamplingConfig
-from seal_hub.rollout.heap import give_back
-from seal_hub.rollout.kv_prefill import PREFILL_CHUNK, pack
-from seal_hub.rollout.kv_prefix import PrefixStore
-from seal_hub.rollout.kv_rows import KVRows, num_layers
-from seal_hub.rollout.rows_attention import rows_attention
-from seal_hub.rollout.sampling import Sampler
-from seal_hub.rollout.synced import SyncedSteps
+from seal_hub.generation.backend import Generation, GenerationBackend, GenerationRequest, SamplingConfig
+from seal_hub.generation.hf.attention import rows_attention
+from seal_hub.generation.hf.cache import KVRows, PrefixStore, num_layers
+from seal_hub.generation.hf.step import PREFILL_CHUNK, give_back, pack
+from seal_hub.generation.sampling import Sampler
+from seal_hub.generation.synced import SyncedSteps
 
 SWAP_AFTER = 1  # a finished row leaves the decode batch (a row swap, which copies nothing) while steps remain
 
 
-class HFBackend:
+class HFBackend(GenerationBackend):
     """`GenerationBackend` for a (PEFT-wrapped or plain) `transformers` causal LM."""
 
     def __init__(
@@ -97,7 +71,7 @@ class HFBackend:
         self.reused_tokens = 0  # tokens whose KV came from a cache instead
         self.timings: dict[str, float] = dict.fromkeys(("layout", "prefill", "forward", "cache", "sampling"), 0.0)
         self.decode_steps = 0
-        self.per_row_steps = 0  # decode steps whose few decoding rows each attended alone (kv_step.PER_ROW_SHARE)
+        self.per_row_steps = 0  # decode steps whose few decoding rows each attended alone (step.PER_ROW_SHARE)
         self.positions_read = 0  # KV positions the decode steps' attention read (a prefix once a group, tails padded)
         self.positions_needed = 0  # the same with each distinct task prefix counted once per step (the floor)
         # the arithmetic floor (benchmarks/rollout_throughput.py): rows still generating summed over the decode
@@ -155,13 +129,13 @@ class HFBackend:
             past_key_values=cache,
             use_cache=True,
             logits_to_keep=1,  # only the last position's logits are ever used
-            kv_rows=self.rows,  # read by the rows' prefill and decode attention (rows_attention)
+            kv_rows=self.rows,  # read by the rows' prefill and decode attention (attention.py)
         )
         return out.logits[:, -1, :].float()
 
     def _prefill(self, targets: list[tuple[int, ...]], kept: list[int]) -> None:
         """Run each target's tokens from its `kept` on through the model into its row, several rows' tokens
-        packed into one forward (`kv_prefill.pack`: at most `PREFILL_CHUNK` tokens each)."""
+        packed into one forward (`step.pack`: at most `PREFILL_CHUNK` tokens each)."""
         device = self.device
         rows = self.rows.rows
         work = [
@@ -169,7 +143,7 @@ class HFBackend:
             for row, (target, have) in enumerate(zip(targets, kept, strict=True))
             if have < len(target)
         ]
-        # the rows whose prefix borrows another task's start (`kv_prefix`) run after their lenders are filled
+        # the rows whose prefix borrows another task's start (`cache.py`) run after their lenders are filled
         borrowing = self.rows.borrowing(len(targets))
         self._prefill_forwards([w for w in work if w[0] not in borrowing], targets, device)
         if borrowing:
@@ -277,12 +251,11 @@ class HFBackend:
                 token = tokens_list[row]
                 generated[index].append(token)
                 logprobs[index].append(logprob_list[row])
+                lengths[row] += 1  # the input just written (a row's last sampled token is never fed)
                 if token in self.eos_token_ids or len(generated[index]) >= limits[index]:
                     done[index] = True
                     finished[index] = token in self.eos_token_ids
-                    lengths[row] += 1  # the input just written; the last sampled token is never fed
                 else:
-                    lengths[row] += 1
                     inputs[row] = token
             cache_start = clock()
             remaining = max((limits[i] - len(generated[i]) for i in order[:active] if not done[i]), default=0)
@@ -293,7 +266,7 @@ class HFBackend:
                 if row != last:
                     if remaining < SWAP_AFTER:
                         continue  # it rides along: cheaper than moving two rows
-                    self.rows.swap(row, last, max(lengths[row], lengths[last]) + 1)
+                    self.rows.swap(row, last)
                     order[row], order[last] = order[last], order[row]
                     lengths[row], lengths[last] = lengths[last], lengths[row]
                     inputs[row], inputs[last] = inputs[last], inputs[row]

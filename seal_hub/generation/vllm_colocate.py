@@ -1,6 +1,6 @@
 """vLLM behind the same `GenerationBackend` interface, for GPUs (optional dependency, imported on use).
 
-vLLM's automatic prefix caching (`enable_prefix_caching=True`) plays the role of `HFBackend`'s prefix and
+vLLM's automatic prefix caching (`enable_prefix_caching=True`) plays the role of the HF engine's prefix and
 per-episode caches: requests carry the whole token sequence and vLLM reuses the KV blocks it already holds,
 so the rollout engine is unchanged. Log-probabilities are requested as `processed_logprobs` (after
 temperature, top-k and top-p), the distribution the token was sampled from, as with `HFBackend`.
@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from seal_hub.rollout.backend import Generation, GenerationRequest, SamplingConfig
+from seal_hub.generation.backend import Generation, GenerationBackend, GenerationRequest, SamplingConfig
 
 VLLM_INSTALL = (
     'pip install -e ".[vllm]" on a machine with a CUDA GPU; beside the BFCL suites, uv and an override (README, '
@@ -25,7 +25,7 @@ VLLM_INSTALL = (
 )
 
 
-class VLLMBackend:
+class VLLMBackend(GenerationBackend):
     def __init__(self, model: str, eos_token_ids: Iterable[int], seed: int = 0, **llm_kwargs: Any) -> None:
         local = Path(model).expanduser()
         if (local.is_absolute() or model.startswith((".", "~"))) and not local.is_dir():  # a path, not a Hub id

@@ -1,48 +1,192 @@
-"""One generate call's decode steps: the rows' tails in a few padded tensors per layer, and each step's groups.
+"""What one forward writes through: a packed prefill of several rows, and a generate call's decode batch.
 
-`KVRows` keeps a row as a reference to its task's shared prefix plus its own tail (`seal_hub.rollout.kv_rows`).
-A decode step wants few, big attention calls, so for the length of one generate call `DecodeBatch` moves the
-call's tails into *buckets*: rows of similar length, each bucket one padded tensor per layer,
-``[rows, kv_heads, capacity, head_dim]`` (capacity: the bucket's longest tail plus what the call may decode). All
-buckets of a layer are views of one storage, so a step writes every row's new key and value with one indexed
-write per layer. Each layer's copy is made at the first step, the rows' own tail tensors let go as they are copied.
+Prefill (`pack`, `PackedPrefill`): after an episode's first step, a step prefills only the environment's answer of
+each live row. The rows' uncached tokens are cut into `Piece`s and packed, in row order, into forwards of at most
+`PREFILL_CHUNK` tokens (a long prompt in chunks, many short answers in one forward), each token at its true
+position. A layer's update writes each piece's keys and values where its row keeps them (inside a shared prefix: the
+prefix, which only its first row fills; after it: the row's tail), and the attention (`attention.py`) reads each
+piece's own row only. Pieces never straddle a row's shared-prefix boundary, and rows go in row order, so a group's
+first row fills its prefix before the rows that share it read it.
 
-`plan` cuts the rows into buckets: one bucket pads every row to the longest (the evaluation's 100 prompts of 200
-to 900 tokens: 1.9x the KV the rows need), one bucket per row runs one attention call per row. It minimises the
-padded positions plus `BUCKET_CALL` positions for each bucket (what one more attention call per layer costs,
-about what it reads), exactly, by dynamic programming over the rows sorted by length.
+Decode (`DecodeBatch`): for one generate call, the rows' tails move into *buckets* of rows of similar length, one
+padded tensor per bucket and layer, ``[rows, kv_heads, capacity, head_dim]``, all buckets of a layer views of one
+storage (a step writes every row's key and value with one indexed write per layer). `plan` cuts the rows into
+buckets minimising the padded positions plus `BUCKET_CALL` per bucket (one more attention call per layer), exactly,
+by dynamic programming over the rows sorted by length. Each step (`decode_cache`) records one `Part` per bucket with
+rows still decoding (one call over its slots; once at most 1/`PER_ROW_SHARE` of them decode, one call per row over
+its own tail) and the groups of rows that share a prefix view (the prefix read once per group). A row alone on its
+prefix holds the whole row in its slot. `close` copies nothing: each row keeps its slot as its tensors, the room it
+did not decode as capacity for the environment's answer, so a call's peak is its buckets, not a second copy.
 
-Each step (`decode_cache`) records for the attention (`seal_hub.rollout.rows_attention`) one `Part` per bucket with
-rows still decoding: its width this step (its longest decoding row) and its mask (one call per layer over all its
-slots, finished ones riding along; once at most 1/`PER_ROW_SHARE` of its slots still decode, one call per row left,
-over its own tail), and the groups of batch rows that share a prefix view (one prefix call per group per layer,
-the prefix read in place once). A bucket whose rows have all finished is not read at all.
+`give_back` returns the C heap's free pages to the system on CPU (glibc's `malloc_trim(0)`; nothing where the C
+library is not glibc): glibc keeps freed blocks below its mmap threshold in heaps that do not shrink past live
+blocks, and a call frees tensors of many sizes (docs/benchmarks.md has the peaks measured with and without it).
 
-A row that is the only holder of its task prefix (the evaluation's 100 tasks x 1 rollout) gains nothing from
-reading the prefix apart: its slot holds the whole row (the prefix moved in at the first step, its own tensors
-let go), so such rows attend in one call per bucket and layer.
-
-`close` copies nothing: each row keeps its slot as its tensors (views of the call's storage: the tail, and for a
-whole row its prefix), with the room it did not decode as capacity for the environment's answer. A storage is
-freed when the last row using it lets go (the next call copies the rows it continues into its own buckets, and the
-prefix store compacts what it keeps, `SharedPrefix.compact`), so the call's peak is its buckets, not the buckets
-and a second copy of every row. Not covered: rows joining or leaving the call's slots mid-call (continuous
-batching), and sliding-window layers.
+Not covered: rows joining or leaving a call's slots mid-call (continuous batching), sliding-window layers.
 """
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
+import functools
 import time
 from dataclasses import dataclass
 
 import torch
 from transformers.cache_utils import Cache, CacheLayerMixin
 
-from seal_hub.rollout.heap import give_back
-
-CAPACITY_STEP = 128  # a row's tail capacity grows in steps of this many positions (kv_rows)
+PREFILL_CHUNK = 512  # tokens per prefill forward: bounds the activations of a long prompt
+CAPACITY_STEP = 128  # a row's tail capacity grows in steps of this many positions (cache.py)
 PER_ROW_SHARE = 2  # a bucket whose decoding rows are at most 1/PER_ROW_SHARE of its slots attends per row
 BUCKET_CALL = 256  # positions: what one more bucket (one more attention call per layer) is worth in padding
+
+
+@functools.cache
+def _trim():
+    """glibc's `malloc_trim`, or None where the C library has none."""
+    name = ctypes.util.find_library("c")
+    try:
+        library = ctypes.CDLL(name)
+        trim = library.malloc_trim
+    except (OSError, AttributeError, TypeError):
+        return None
+    trim.argtypes, trim.restype = [ctypes.c_size_t], ctypes.c_int
+    return trim
+
+
+def give_back() -> bool:
+    """Return the C heap's free pages to the operating system; True where that could be asked (glibc)."""
+    trim = _trim()
+    if trim is None:
+        return False
+    trim(0)
+    return True
+
+
+@dataclass(frozen=True)
+class Piece:
+    """Positions `begin`..`end`-1 of call row `row`, at `offset` in the packed sequence."""
+
+    row: int
+    begin: int
+    end: int
+    offset: int
+
+    @property
+    def size(self) -> int:
+        return self.end - self.begin
+
+
+def pack(work: list[tuple[int, int, int, int]], chunk: int = PREFILL_CHUNK) -> list[list[Piece]]:
+    """Forwards of at most `chunk` tokens from `work` = (row, begin, end, shared length) in row order, cut at
+    each row's shared-prefix boundary and wherever a forward is full."""
+    forwards: list[list[Piece]] = []
+    current: list[Piece] = []
+    used = 0
+    for row, begin, end, shared in work:
+        cuts = [shared] if begin < shared < end else []
+        position = begin
+        for stop in [*cuts, end]:
+            while position < stop:
+                take = min(stop - position, chunk - used)
+                current.append(Piece(row, position, position + take, used))
+                position += take
+                used += take
+                if used == chunk:
+                    forwards.append(current)
+                    current, used = [], 0
+    if current:
+        forwards.append(current)
+    return forwards
+
+
+@dataclass
+class PieceView:
+    """What one piece's attention reads in one layer: the shared prefix's keys and values (causal when the piece
+    is inside the prefix, whole after it) and the tail's (causal), each None when the piece reads none."""
+
+    prefix: tuple[torch.Tensor, torch.Tensor] | None = None
+    tail: tuple[torch.Tensor, torch.Tensor] | None = None
+    prefix_causal: bool = False
+    tail_first: int = 0  # the true position of the tail's first key
+
+
+class _PackedLayer(CacheLayerMixin):
+    is_sliding = False
+
+    def __init__(self, packed: PackedPrefill, index: int) -> None:
+        super().__init__()
+        self.packed, self.index = packed, index
+        self.is_initialized = True
+
+    def lazy_initialization(self, key_states: torch.Tensor, value_states: torch.Tensor) -> None:
+        """Nothing to do: the tensors are the rows' own."""
+
+    def get_max_length(self) -> int:
+        return -1
+
+    def update(self, key_states: torch.Tensor, value_states: torch.Tensor, *args, **kwargs):
+        self.packed.write(self.index, key_states, value_states)
+        return key_states, value_states  # the pieces' attention reads the rows themselves (attention.py)
+
+    def get_seq_length(self) -> int:
+        return 0
+
+    def get_mask_sizes(self, query_length: int) -> tuple[int, int]:
+        return query_length, 0
+
+
+class PackedPrefill(Cache):
+    """One packed forward's pieces over `kv_rows`' rows (see the module docstring)."""
+
+    def __init__(self, kv_rows, pieces: list[Piece]) -> None:
+        super().__init__(layers=[_PackedLayer(self, i) for i in range(kv_rows.num_layers)])
+        self.kv_rows, self.pieces = kv_rows, pieces
+        self.views: list[PieceView] = []  # the current layer's, one per piece
+        self._masks: dict[tuple[Piece, int, torch.dtype], torch.Tensor] = {}
+
+    def write(self, layer: int, key_states: torch.Tensor, value_states: torch.Tensor) -> None:
+        """Every piece's keys and values into its row (the shared prefix it fills, or its tail); the views that
+        the layer's attention reads."""
+        rows = self.kv_rows.rows
+        views = []
+        for piece in self.pieces:
+            row = rows[piece.row]
+            n = row.shared_length
+            keys_in = key_states[:, :, piece.offset : piece.offset + piece.size]
+            values_in = value_states[:, :, piece.offset : piece.offset + piece.size]
+            view = PieceView()
+            if piece.begin < n:  # inside the shared prefix: its first row fills it (pack cuts at the boundary)
+                keys, values = row.shared.tensors(layer, keys_in, values_in)
+                keys[:, :, piece.begin : piece.end] = keys_in
+                values[:, :, piece.begin : piece.end] = values_in
+                view.prefix = (keys[:, :, : piece.end], values[:, :, : piece.end])
+                view.prefix_causal = True
+            else:
+                if n:
+                    view.prefix = row.shared.view(layer, n)
+                keys, values = self.kv_rows.tensors(row, layer, keys_in, values_in)
+                keys[:, :, piece.begin - n : piece.end - n] = keys_in
+                values[:, :, piece.begin - n : piece.end - n] = values_in
+                view.tail = (keys[:, :, : piece.end - n], values[:, :, : piece.end - n])
+                view.tail_first = n
+            views.append(view)
+        self.views = views
+
+    def mask(self, piece: Piece, first: int, like: torch.Tensor, group: int) -> torch.Tensor:
+        """[1, 1, group * size, end - first] additive, made once per forward: query at position begin + i (each
+        of the `group` query heads folded on a KV head in turn) sees keys at positions first..begin + i."""
+        key = (piece, first, like.dtype, group)
+        mask = self._masks.get(key)
+        if mask is None:
+            device = like.device
+            queries = torch.arange(piece.begin, piece.end, device=device)[:, None]
+            keys = torch.arange(first, piece.end, device=device)[None, :]
+            mask = torch.zeros((piece.size, piece.end - first), dtype=like.dtype, device=device)
+            mask = mask.masked_fill_(keys > queries, float("-inf")).repeat(group, 1)[None, None]
+            self._masks[key] = mask
+        return mask
 
 
 def rounded(positions: int) -> int:
@@ -73,7 +217,7 @@ def plan(needs: list[int], call: int = BUCKET_CALL) -> list[list[int]]:
 class PrefixGroup:
     """Batch rows whose first `length` positions are one shared prefix's: rows[start:stop] or rows[index]."""
 
-    shared: object  # the SharedPrefix (kv_prefix), read in place
+    shared: object  # the SharedPrefix (cache.py), read in place
     length: int
     start: int
     stop: int
@@ -127,7 +271,7 @@ class _DecodeLayer(CacheLayerMixin):
         start = time.perf_counter()
         self.batch.write(self.index, key_states, value_states)
         self.batch.write_seconds += time.perf_counter() - start
-        return key_states, value_states  # the rows' attention reads the batch and the prefixes (rows_attention)
+        return key_states, value_states  # the rows' attention reads the batch and the prefixes (attention.py)
 
     def get_seq_length(self) -> int:
         return max(self.batch.positions, default=0)

@@ -1,14 +1,18 @@
-"""Generation backends: token ids in, sampled token ids and their log-probabilities out.
+"""The one generation protocol: token ids in, sampled token ids and their log-probabilities out.
 
 The rollout engine speaks tokens, not text, so that what the trainer sees is exactly what was sampled. A
 backend gets one `GenerationRequest` per live episode (a session key, the episode's whole token sequence so
 far, and how long its shared prefix is) and returns one `Generation` each. Caching is the backend's business:
-the Hugging Face backend keeps KV caches per session and per shared prefix (`hf_backend.py`); vLLM's
-automatic prefix caching does the same on GPUs (`vllm_backend.py`).
+the Hugging Face engine keeps KV caches per session and per shared prefix (`seal_hub.generation.hf`); vLLM's
+automatic prefix caching does the same on GPUs (`vllm_colocate.py`, `vllm_server.py`).
 
 Log-probabilities are those of the distribution the token was sampled from (the logits after temperature,
 top-k and top-p, as `model.generate` applies them: `sampling.py`), which is what an importance ratio against
 the sampling policy needs.
+
+A backend subclasses `GenerationBackend` and inherits its no-op `release` and `finish`: the engine calls
+`release` when an episode ends and `finish` when all of a run's episodes have, and a backend overrides only what
+it needs (the HF engine's synced mode steps with the other ranks in `finish`).
 """
 
 from __future__ import annotations
@@ -54,10 +58,12 @@ class Generation:
 
 
 class GenerationBackend(Protocol):
-    """What the rollout engine needs from an inference engine."""
+    """What the rollout engine needs from an inference engine (subclass it for the no-op defaults)."""
 
     def generate(self, requests: list[GenerationRequest], sampling: SamplingConfig) -> list[Generation]: ...
 
     def release(self, session: str) -> None:
-        """Forget a finished episode's cache."""
-        ...
+        """Forget a finished episode's cache (no-op: a backend that caches nothing per session)."""
+
+    def finish(self) -> None:
+        """Every episode of this rank's run has ended (no-op: a backend that need not wait for other ranks)."""

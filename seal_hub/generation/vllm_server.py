@@ -36,7 +36,7 @@ from typing import Any
 
 import httpx
 
-from seal_hub.rollout.backend import Generation, GenerationRequest, SamplingConfig
+from seal_hub.generation.backend import Generation, GenerationBackend, GenerationRequest, SamplingConfig
 
 SERVER_COMMAND = (
     "VLLM_SERVER_DEV_MODE=1 vllm serve MODEL --enable-prefix-caching --logprobs-mode processed_logprobs "
@@ -60,7 +60,7 @@ def request_seed(seed: int, session: str, length: int) -> int:
     return int.from_bytes(digest, "little") & 0x7FFF_FFFF
 
 
-class VLLMServerBackend:
+class VLLMServerBackend(GenerationBackend):
     def __init__(
         self,
         base_url: str,

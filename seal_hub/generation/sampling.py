@@ -4,7 +4,7 @@
 `TemperatureLogitsWarper`, `TopKLogitsWarper` and `TopPLogitsWarper`, in that order, each only when it changes
 something (temperature != 1, top_k != 0, top_p < 1), then draws from the softmax of the warped scores
 (transformers 5.23, `GenerationMixin._get_logits_processor`). `logits_processors` builds the same list from a
-`SamplingConfig`, so the batched backend (`hf_backend.py`) samples the distribution `model.generate` samples,
+`SamplingConfig`, so the HF engine (`seal_hub.generation.hf`) samples the distribution `model.generate` samples,
 and `generate_kwargs` gives the plain backends (`benchmarks/baselines.py`) the `model.generate` arguments that mean
 the same settings. Reusing the warpers (not re-writing them) keeps their edge cases: ties at the top-k
 boundary, top-p keeping at least one token, the -inf filter value.
@@ -17,7 +17,7 @@ Not covered: processors that depend on the sequence so far (repetition penalty, 
 other settings (min-p, typical-p, epsilon/eta cutoffs): the warpers used here read only the scores, which is
 why the batched decode loop can pass just the last input token as `input_ids`. `generate_kwargs` turns the
 sequence-dependent ones off explicitly, so a checkpoint's generation_config.json (Qwen2.5-Instruct sets
-``repetition_penalty=1.05``) cannot make the reference sample something else.
+``repetition_penalty=1.05``) cannot make them sample something else.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from typing import Any
 import torch
 from transformers import LogitsProcessorList, TemperatureLogitsWarper, TopKLogitsWarper, TopPLogitsWarper
 
-from seal_hub.rollout.backend import SamplingConfig
+from seal_hub.generation.backend import SamplingConfig
 
 # model.generate settings a checkpoint's generation_config may set that the batched backend does not apply:
 # the plain backends (benchmarks/baselines.py) pass them explicitly so the backends sample under the same settings.
