@@ -4,6 +4,9 @@ The graph is read from the source with `ast` (nothing imported): an edge for eve
 anywhere in a module (top level, functions, methods), to the deepest seal_hub module it names (``from seal_hub.hub
 import fetch`` is an edge to ``seal_hub.hub``, the package's ``__init__``). Imports under ``if TYPE_CHECKING:`` never
 run and are left out. A cycle fails the test, named module by module.
+
+The same graph collapsed to layers (each subpackage one node, each top-level module its own, the CLI entries
+``*/commands.py`` aside) has no cycle either: a cycle fails naming each import that closes it as ``file:line``.
 """
 
 from __future__ import annotations
@@ -50,8 +53,8 @@ def _imported(node: ast.AST, package: str) -> list[str]:
     return []
 
 
-def import_graph() -> dict[str, set[str]]:
-    """module -> the seal_hub modules it imports anywhere in its body (see the module docstring)."""
+def import_sites() -> list[tuple[str, str, int]]:
+    """(module, the seal_hub module it imports, line) for every import the graph counts (see the module docstring)."""
     modules = module_files()
 
     def deepest(name: str) -> str | None:
@@ -59,13 +62,25 @@ def import_graph() -> dict[str, set[str]]:
             name = name.rpartition(".")[0]
         return name or None
 
-    graph: dict[str, set[str]] = {}
+    sites = []
     for name, path in modules.items():
         tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
         package = name if path.name == "__init__.py" else name.rpartition(".")[0]
         skipped = _type_checking_nodes(tree)
-        targets = {deepest(t) for node in ast.walk(tree) if id(node) not in skipped for t in _imported(node, package)}
-        graph[name] = {t for t in targets if t is not None and t != name}
+        for node in ast.walk(tree):
+            if id(node) in skipped:
+                continue
+            for target in {deepest(t) for t in _imported(node, package)}:
+                if target is not None and target != name:
+                    sites.append((name, target, node.lineno))
+    return sites
+
+
+def import_graph() -> dict[str, set[str]]:
+    """module -> the seal_hub modules it imports anywhere in its body (see the module docstring)."""
+    graph: dict[str, set[str]] = {name: set() for name in module_files()}
+    for name, target, _ in import_sites():
+        graph[name].add(target)
     return graph
 
 
@@ -111,6 +126,42 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
+def layer(module: str) -> str:
+    """The node a module is in the layer graph: its subpackage (``seal_hub.hub`` for ``seal_hub.hub.local``), or
+    itself for a top-level module."""
+    return ".".join(module.split(".")[:2])
+
+
+def layer_sites() -> dict[tuple[str, str], list[str]]:
+    """(layer, layer it imports) -> each import's ``file:line``, imports in the CLI entries (``commands``) left out."""
+    files = module_files()
+    sites: dict[tuple[str, str], list[str]] = {}
+    for module, target, line in sorted(import_sites()):
+        if module.rpartition(".")[2] != "commands" and layer(module) != layer(target):
+            sites.setdefault((layer(module), layer(target)), []).append(f"{files[module].relative_to(ROOT)}:{line}")
+    return sites
+
+
+def back_edges(component: list[str], sites: dict[tuple[str, str], list[str]]) -> list[tuple[str, str]]:
+    """The edges to cut so that the component has no cycle: its members ordered top layer first so that the fewest
+    import sites point up (exact, by dynamic programming over subsets), and the edges that still point up."""
+    members = sorted(component)
+    if len(members) > 16:  # too many orders to weigh: name every edge inside
+        return [(a, b) for a in members for b in members if (a, b) in sites]
+    up = [[len(sites.get((a, b), ())) for b in members] for a in members]  # a placed below b imports it: a back edge
+    best: dict[int, tuple[int, list[int]]] = {0: (0, [])}
+    for placed in range(1 << len(members)):
+        cost, order = best[placed]
+        for v in range(len(members)):
+            if placed & (1 << v):
+                continue
+            step = cost + sum(up[v][u] for u in order)
+            if (placed | (1 << v)) not in best or step < best[placed | (1 << v)][0]:
+                best[placed | (1 << v)] = (step, [*order, v])
+    order = best[(1 << len(members)) - 1][1]
+    return [(members[v], members[u]) for i, v in enumerate(order) for u in order[:i] if up[v][u]]
+
+
 def test_the_graph_sees_function_level_imports():
     graph = import_graph()
     # seal_hub.cli imports every command module inside build_parser only
@@ -118,6 +169,9 @@ def test_the_graph_sees_function_level_imports():
     assert "seal_hub.hub.local" in graph["seal_hub.hub.backends"]
     # the finder reports a planted cycle, naming its modules
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    # and names the edge of a cycle with the fewest imports as the one that closes it
+    sites = {("a", "b"): ["a.py:1", "a.py:9"], ("b", "c"): ["b.py:2"], ("c", "a"): ["c.py:3", "c.py:4"]}
+    assert back_edges(["a", "b", "c"], sites) == [("b", "c")]
 
 
 def test_no_import_cycle_between_modules():
@@ -134,3 +188,18 @@ def test_stepping_an_environment_loads_no_torch():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout.strip().splitlines()[-1]) == []
+
+
+def test_subpackages_form_layers():
+    sites = layer_sites()
+    graph: dict[str, set[str]] = {}
+    for source, target in sites:
+        graph.setdefault(source, set()).add(target)
+        graph.setdefault(target, set())
+    found = cycles(graph)
+    named = "; ".join(
+        f"{' <-> '.join(component)}, closed by "
+        + ", ".join(f"{a} -> {b} at {' '.join(sites[a, b])}" for a, b in back_edges(component, sites))
+        for component in found
+    )
+    assert not found, f"import cycles between subpackages (imports inside functions included): {named}"
