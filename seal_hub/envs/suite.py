@@ -44,7 +44,7 @@ from seal_hub.envs.protocol import Action, EpisodeVerdict, Observation, StepResu
 if TYPE_CHECKING:  # what the suite hands up the loop; those packages sit above the suites
     from seal_hub.diagnosis import RolloutDiagnosis
     from seal_hub.envs.reference import WarmupScript
-    from seal_hub.interface.snapshot import UserEnvironmentRecord
+    from seal_hub.envs.user.record import UserEnvironmentRecord
     from seal_hub.rollout.records import Trajectory
 
 

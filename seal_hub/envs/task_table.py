@@ -26,7 +26,7 @@ from seal_hub.envs.splits import load_split
 from seal_hub.envs.suite import SuiteError, UnknownTaskError
 
 if TYPE_CHECKING:
-    from seal_hub.interface.snapshot import UserEnvironmentRecord
+    from seal_hub.envs.user.record import UserEnvironmentRecord
     from seal_hub.rollout.records import Trajectory
 
 WHOLE_SPLITS = ("test", "all")

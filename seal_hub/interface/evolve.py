@@ -33,6 +33,7 @@ from dataclasses import dataclass
 
 from seal_hub.diagnosis import FAILURE_LABELS, FailureProfile, Label
 from seal_hub.envs.protocol import ErrorKind
+from seal_hub.envs.user.record import UserEnvironmentRecord
 from seal_hub.interface.snapshot import (
     MAX_GUIDELINES,
     CapabilityGuidelines,
@@ -41,7 +42,6 @@ from seal_hub.interface.snapshot import (
     InterfaceSnapshot,
     RecoveryFeedback,
     SchemaCues,
-    UserEnvironmentRecord,
 )
 
 SCHEMA_NOTE = (

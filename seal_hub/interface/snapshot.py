@@ -37,6 +37,7 @@ from seal_hub.atomic import write_text
 from seal_hub.defaults import DEFAULT_SUITE
 from seal_hub.diagnosis import DEFAULT_RHO, FailureProfile, Label
 from seal_hub.envs.protocol import ErrorKind, ToolResult
+from seal_hub.envs.user.record import UserEnvironmentRecord
 
 MAX_GUIDELINES = 3
 _VERSION = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
@@ -130,27 +131,6 @@ class Origin(_Frozen):
 
     def describe(self) -> str:
         return f"{self.ref} (commit {self.commit})"
-
-
-class UserEnvironmentRecord(_Frozen):
-    """What a user environment's version was made on (`seal_hub.envs.user`): its class's import path and source
-    hash, its tools' schemas, its dataset at a revision and how its episodes ran; `UserSuite.from_record` builds the
-    same suite back, warning in one line when the class's source hash changed."""
-
-    class_path: str = Field(min_length=3)  # 'package.module:ATTR' (a class, a factory function or a dict of them)
-    source_sha256: str = ""  # sha256 of inspect.getsource of the class's module ('' when it has no source)
-    tools: tuple[dict[str, Any], ...] = ()
-    dataset: str | None = Field(default=None, min_length=1)  # a datasets repo id or the path given; None: see below
-    dataset_revision: str | None = None
-    eval_fraction: float = Field(default=0.2, gt=0.0, lt=1.0)
-    call_timeout_s: float = Field(default=30.0, gt=0.0)
-    max_result_chars: int = Field(default=8000, ge=100)
-    # added with TRL's whole contract (left out of the snapshot's hash while unset: `_LATER_FIELDS`)
-    reward_funcs: tuple[str, ...] = ()  # 'package.module:function' of each reward function
-    success_threshold: float | None = None  # the reward at or above which an episode passed (unset: 1.0)
-    episodes: int | None = None  # a dataset-free environment: its held-out episodes (seeds from episode_seed)
-    episode_seed: int = 0
-    importable: bool = True  # False: a setup given in Python that cannot be imported by name
 
 
 # fields added after the first published versions: left out of the content hash while unset, so those versions

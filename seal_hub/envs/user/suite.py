@@ -54,6 +54,7 @@ from seal_hub.envs.user.episode import UserEpisode
 from seal_hub.envs.user.factory import probe
 from seal_hub.envs.user.labels import diagnose, raised_classes
 from seal_hub.envs.user.load import EnvironmentError, check_source, import_attribute, sources_hash
+from seal_hub.envs.user.record import UserEnvironmentRecord
 from seal_hub.envs.user.rewards import RewardContext, reward_sources
 from seal_hub.envs.user.spec import EnvironmentSpec
 
@@ -61,7 +62,6 @@ _FROM_SPEC = object()  # the factory and reward functions are the spec's import 
 
 if TYPE_CHECKING:
     from seal_hub.diagnosis import RolloutDiagnosis
-    from seal_hub.interface import UserEnvironmentRecord
     from seal_hub.rollout.records import Trajectory
 
 
@@ -253,8 +253,6 @@ class UserSuite(TaskTable):
 
     def record(self) -> UserEnvironmentRecord:
         """What a version made on this suite keeps of it."""
-        from seal_hub.interface import UserEnvironmentRecord
-
         spec = self.spec
         return UserEnvironmentRecord(
             class_path=spec.environment,
