@@ -74,7 +74,7 @@ def online_mode(monkeypatch):
     """Hub offline mode off (the test suite turns it on), the per-process decision forgotten, retries recorded."""
     from huggingface_hub import constants
 
-    import seal_hub.hub.reach as reach
+    import seal_hub.hub_reach as reach
 
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
     monkeypatch.setenv("HF_HUB_OFFLINE", "0")  # restored after the test, whatever go_offline writes
@@ -133,7 +133,7 @@ def test_unreachable_hub_is_asked_once_and_the_demo_falls_back_in_one_line(
 
 
 def test_offline_mode_set_by_the_user_makes_no_request(monkeypatch, tmp_path, capsys):
-    import seal_hub.hub.reach as reach
+    import seal_hub.hub_reach as reach
     from seal_hub.models import PolicyConfig, resolve_model
 
     def no_probe(*args, **kwargs):
@@ -161,7 +161,7 @@ def test_a_cached_demo_model_is_read_from_the_cache_offline(monkeypatch, tmp_pat
 def test_any_http_answer_means_reachable_and_changes_nothing(monkeypatch, online_mode):
     from huggingface_hub import constants
 
-    from seal_hub.hub.reach import hub_reach
+    from seal_hub.hub_reach import hub_reach
 
     endpoint = _Endpoint("http")
     try:

@@ -21,7 +21,7 @@
 `publish_iteration` publishes all three for one iteration with matching links; `sources` (a run's published
 starting points, `seal_hub.hub.sources.Source`) are named on every card as "derived from ref (commit ...)".
 `PublishConfig` is the config dataclass a recipe parses; its backend 'auto' publishes to the Hub when a token or
-endpoint is configured and the Hub answers (`seal_hub.hub.reach`), else to the local registry, saying so once.
+endpoint is configured and the Hub answers (`seal_hub.hub_reach`), else to the local registry, saying so once.
 Every artifact is assembled in a temporary folder and pushed as one version by the registry
 (`seal_hub.hub.registry`), which makes the push atomic.
 
@@ -140,7 +140,7 @@ class PublishConfig:
         backend = configured_backend() if self.backend == "auto" else self.backend
         if backend == "hub" and self.backend == "auto":
             from seal_hub.console import notice_once
-            from seal_hub.hub.reach import hub_reach
+            from seal_hub.hub_reach import hub_reach
 
             reach = hub_reach()
             if not reach.online:

@@ -88,7 +88,7 @@ class HubRegistry:
         from huggingface_hub import errors, is_offline_mode
 
         if is_offline_mode():
-            from seal_hub.hub.reach import offline_reason
+            from seal_hub.hub_reach import offline_reason
 
             raise HubError(
                 f"{what}: the Hub is switched off in this process, {offline_reason()}; make {self.endpoint} "

@@ -4,7 +4,7 @@
 anything: the short name `tiny` (a random model built once in the cache, `seal_hub.models.tiny`); an existing
 local directory; the demo model's converted GGUF (`seal_hub.models.demo`) when
 `config.demo_source` says so or when the Hub cannot serve the demo model; otherwise a Hub id at
-`config.model_revision`. Whether the Hub can be reached is decided once per process (`seal_hub.hub.reach`: one
+`config.model_revision`. Whether the Hub can be reached is decided once per process (`seal_hub.hub_reach`: one
 short probe, no retries); unreachable, the process reads only the Hub cache from then on, the demo model comes
 from the cache or else the GGUF, and the fallback is said in one line. `resolve_model_name(name)` does the same
 for a model named by one string (a trainer's `model`), and fails in one line for a Hub id neither the Hub nor its
@@ -35,7 +35,7 @@ from huggingface_hub import hf_hub_download, try_to_load_from_cache
 from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
 
 from seal_hub.console import notice_once
-from seal_hub.hub.reach import hub_reach
+from seal_hub.hub_reach import hub_reach
 from seal_hub.models.chat_templates import ensure_tool_template
 from seal_hub.models.config import DEMO_MODEL_ID, PolicyConfig, quantization_config
 from seal_hub.models.demo import DEMO_PACKAGE, demo_model_dir, is_converted, materialize_demo_model

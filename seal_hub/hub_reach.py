@@ -16,6 +16,8 @@ The decision is kept per endpoint for the life of the process. Callers choose wh
 model falls back to its packaged GGUF (`seal_hub.models.loading`), publishing with backend 'auto' goes to the
 local registry (`seal_hub.hub.artifacts`), and a Hub registry says why it is switched off (`offline_reason`).
 
+It sits at the package's top, below both `seal_hub.models` and `seal_hub.hub`, which both ask it.
+
 Not covered: a Hub that answers but is slow or failing mid-run (the client's own retries handle that), and a
 network that comes back during a run (the process stays offline; relaunch it).
 """
