@@ -10,7 +10,7 @@ record, a held-out evaluation during training (every rank generates, the main on
 step, a relaunch with a larger `max_steps` that resumes from the last one without touching what the first launch
 wrote, and each registry version published once.
 
-Also: one rank SIGKILLed in the middle of a step (`seal_hub.training.kill_points` with SEAL_HUB_KILL_RANK) ends the
+Also: one rank SIGKILLed in the middle of a step (`seal_hub._kill_points` with SEAL_HUB_KILL_RANK) ends the
 launch non-zero within seconds (torchrun's agent stops the other rank) without touching what was written, and a
 relaunch ends where an uninterrupted run does; and the memory estimate's ZeRO-3 parts per rank against the bytes of
 DeepSpeed's partitions in a real run. These launch `tests/helpers/zero3_probe.py`, the training script plus a per-rank

@@ -1,4 +1,4 @@
-"""`seal_hub.training.kill_points`: a spec's point and count, and SEAL_HUB_KILL_RANK choosing the one process that
+"""`seal_hub._kill_points`: a spec's point and count, and SEAL_HUB_KILL_RANK choosing the one process that
 dies."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ import sys
 
 import pytest
 
-from seal_hub.training.kill_points import parse
+from seal_hub._kill_points import parse
 
-REACH = "from seal_hub.training.kill_points import kill_point\nfor _ in range(3): kill_point('update')\nprint('alive')"
+REACH = "from seal_hub._kill_points import kill_point\nfor _ in range(3): kill_point('update')\nprint('alive')"
 
 
 def reach(tmp_path, rank: str | None, **env: str):

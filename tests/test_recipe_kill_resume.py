@@ -1,7 +1,7 @@
 """Kill the recipe with SIGKILL at marked moments, relaunch it on the same directory, and check that nothing was
 lost, duplicated or skipped: iterations, environment versions, checkpoints, published versions, git soundness.
 
-The runs kill themselves at a named point (`seal_hub.training.kill_points`: SEAL_HUB_KILL_AT), never after a sleep,
+The runs kill themselves at a named point (`seal_hub._kill_points`: SEAL_HUB_KILL_AT), never after a sleep,
 so each kill lands where the test means it to, however fast or slow the machine is."""
 
 from __future__ import annotations

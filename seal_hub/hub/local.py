@@ -54,7 +54,6 @@ from seal_hub.hub.registry import (
     check_namespace,
     check_tag,
 )
-from seal_hub.training.kill_points import kill_point
 
 REGISTRY_ENV = "SEAL_HUB_REGISTRY"
 _IDENTITY = {"name": "seal_hub", "email": "seal_hub@localhost"}
@@ -211,7 +210,9 @@ class LocalRegistry:
                     args = ["commit-tree", tree, *(["-p", parent] if parent else []), "-m", message]
                     commit = self._git(repo, *args).decode().strip()
                 tag_object = self._git(repo, "mktag", input=self._tag_text(commit, tag, message)).decode().strip()
-                kill_point("publish")  # test-only (seal_hub.training.kill_points): objects written, refs not moved
+                from seal_hub._kill_points import kill_point  # test-only: objects written, refs not moved
+
+                kill_point("publish")
                 self._update_refs(repo, commit, parent, tag, tag_object)
             finally:
                 shutil.rmtree(scratch, ignore_errors=True)

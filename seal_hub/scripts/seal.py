@@ -49,7 +49,7 @@ from seal_hub.interface import InterfaceError
 from seal_hub.models import PolicyConfig, load_policy, lora_config
 from seal_hub.training import SealConfig, SealTrainer
 from seal_hub.training.comparison import HeldOutComparison
-from seal_hub.training.kill_points import kill_point
+from seal_hub.training.loop_state import kill_point
 from seal_hub.training.run_records import last_checkpoint
 from seal_hub.training.selection import TaskArguments, TooFewTasksError, environment_run_name, select_tasks
 from seal_hub.training.summary import run_summary

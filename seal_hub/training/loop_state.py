@@ -30,10 +30,17 @@ from transformers.trainer_callback import ExportableState
 
 from seal_hub.diagnosis import Label, RolloutDiagnosis
 from seal_hub.interface import InterfaceSnapshot
-from seal_hub.training.kill_points import kill_point
 
 if TYPE_CHECKING:
     from seal_hub.training import SealTrainer
+
+
+def kill_point(name: str) -> None:
+    """The test-only hook (`seal_hub._kill_points`), imported only where a point is reached; the trainer's and the
+    script's points call it here."""
+    from seal_hub._kill_points import kill_point as kill_at
+
+    kill_at(name)
 
 
 def export_loop_state(trainer: SealTrainer) -> dict[str, Any]:

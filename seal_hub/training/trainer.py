@@ -99,8 +99,13 @@ from seal_hub.rollout import PolicyInfo, RolloutConfig, RolloutEngine
 from seal_hub.training.config import SealConfig
 from seal_hub.training.groups import Group, StepPlan, groups_of, plan_step
 from seal_hub.training.held_out import HeldOutResult, evaluate_held_out, held_out_protocol, write_held_out
-from seal_hub.training.kill_points import kill_point
-from seal_hub.training.loop_state import LoopStateBinder, SealLoopState, export_loop_state, import_loop_state
+from seal_hub.training.loop_state import (
+    LoopStateBinder,
+    SealLoopState,
+    export_loop_state,
+    import_loop_state,
+    kill_point,
+)
 from seal_hub.training.run_records import (
     iteration_metrics,
     last_checkpoint,

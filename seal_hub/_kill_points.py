@@ -20,7 +20,9 @@ Several processes (`accelerate launch`): every rank counts and kills on its own,
 is r counts and dies, the others run on, as when one GPU's process is killed. Points that only the main process
 reaches (rollout, checkpoint, publish) kill nothing on another rank.
 
-Unset (the normal case) a call is one environment lookup, at per-step or per-push granularity only.
+Private and below every layer: nothing in the product imports it at module top level; each caller imports it
+inside the function that reaches a point (the trainer through `seal_hub.training.loop_state.kill_point`), so a
+normal run never loads it. Unset (the normal case) a call is one environment lookup, per step or per push only.
 Not covered: killing some ranks but not all (it is one rank, or every rank), or the launcher itself.
 """
 
