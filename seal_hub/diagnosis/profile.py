@@ -18,6 +18,9 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Annotated
+
+from pydantic import Field
 
 from seal_hub.diagnosis.labels import DEFAULT_RHO, WEIGHT_MAX, WEIGHT_MIN, Label
 
@@ -44,9 +47,15 @@ class RolloutDiagnosis:
 
 @dataclass(frozen=True)
 class LabelStats:
-    count: int  # turns carrying the label
-    prevalence: float  # count / all labelled turns
-    mean_reward: float  # mean over the label's turns of their rollout's reward (turn occurrences)
+    """One label's statistics; also the record a snapshot's `cause` and an iteration's metrics file store.
+
+    The bounds are checked where a pydantic model holds the record, under that model's config (a snapshot rejects
+    unknown keys, the report's reader ignores them); built directly, as `FailureProfile.of` does, it is not checked.
+    """
+
+    count: Annotated[int, Field(ge=0)]  # turns carrying the label
+    prevalence: Annotated[float, Field(ge=0.0, le=1.0)]  # count / all labelled turns
+    mean_reward: Annotated[float, Field(ge=0.0, le=1.0)]  # mean over the label's turns of their rollout's reward
 
 
 @dataclass(frozen=True)

@@ -35,7 +35,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from seal_hub.atomic import write_text
 from seal_hub.defaults import DEFAULT_SUITE
-from seal_hub.diagnosis import DEFAULT_RHO, FailureProfile, Label
+from seal_hub.diagnosis import DEFAULT_RHO, FailureProfile, Label, LabelStats
 from seal_hub.envs.protocol import ErrorKind, ToolResult
 from seal_hub.envs.user.record import UserEnvironmentRecord
 
@@ -91,18 +91,12 @@ class CapabilityGuidelines(_Frozen):
         return lines
 
 
-class CauseStats(_Frozen):
-    count: int = Field(ge=0)
-    prevalence: float = Field(ge=0.0, le=1.0)
-    mean_reward: float = Field(ge=0.0, le=1.0)
-
-
 class CauseProfile(_Frozen):
     """`FailureProfile.to_dict()` as a typed record."""
 
     rollouts: int = Field(ge=0)
     turns: int = Field(ge=0)
-    labels: dict[Label, CauseStats] = {}
+    labels: dict[Label, LabelStats] = {}
 
 
 class Cause(_Frozen):

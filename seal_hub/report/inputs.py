@@ -26,6 +26,7 @@ from typing import Any
 import pyarrow.parquet as pq
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from seal_hub.diagnosis import LabelStats
 from seal_hub.interface import InterfaceSnapshot, load_snapshot
 from seal_hub.training.run_records import (
     ITERATIONS_DIR,
@@ -48,16 +49,10 @@ class _Lenient(BaseModel):
     model_config = ConfigDict(extra="allow", frozen=True)
 
 
-class _LabelStats(_Lenient):
-    count: int = Field(ge=0)
-    prevalence: float = Field(ge=0.0, le=1.0)
-    mean_reward: float = Field(ge=0.0, le=1.0)
-
-
 class _Profile(_Lenient):
     rollouts: int = Field(ge=0)
     turns: int = Field(ge=0)
-    labels: dict[str, _LabelStats] = {}
+    labels: dict[str, LabelStats] = {}  # str keys: a label this version does not know is still read
 
 
 class _Metrics(_Lenient):
