@@ -27,6 +27,7 @@ from seal_hub.config_checks import require_at_least_one
 from seal_hub.envs.protocol import Action, EpisodeError, EpisodeVerdict, ErrorKind, Observation, StepResult, ToolResult
 
 STEP_LIMIT_RULES = ("refuse", "bfcl")  # what a calling step past `max_steps_per_turn` does (`EpisodeSettings`)
+MAX_STEPS_PER_TURN = 20  # bfcl-eval's MAXIMUM_STEP_LIMIT: calling steps in one user turn (training, evaluation)
 
 
 @dataclass(frozen=True)
@@ -34,7 +35,9 @@ class EpisodeSettings:
     """Step budgets and protocol rules every suite reads the same way (a suite without one ignores it). The
     defaults are the training protocol's; `seal_hub.evaluation.protocol.EvalProtocol` sets the evaluation's."""
 
-    max_steps_per_turn: int = field(default=20, metadata={"help": "Calling steps allowed in one user turn."})
+    max_steps_per_turn: int = field(
+        default=MAX_STEPS_PER_TURN, metadata={"help": "Calling steps allowed in one user turn."}
+    )
     max_steps_per_episode: int | None = field(
         default=None,
         metadata={"help": "Model steps allowed in the whole episode (the paper's training budget: 20); None: no cap."},

@@ -19,7 +19,7 @@ from typing import Any
 
 from seal_hub.config_checks import require_at_least_one
 from seal_hub.defaults import EVAL_MAX_NEW_TOKENS, MAX_CONTEXT_TOKENS, MAX_LIVE_EPISODES
-from seal_hub.envs.episode import EpisodeSettings
+from seal_hub.envs.episode import MAX_STEPS_PER_TURN, EpisodeSettings
 from seal_hub.generation import SamplingConfig
 from seal_hub.rollout import RolloutConfig
 
@@ -32,7 +32,9 @@ class EvalProtocol:
     max_context_tokens: int = field(
         default=MAX_CONTEXT_TOKENS, metadata={"help": "Longest token sequence of one episode."}
     )
-    max_steps_per_turn: int = field(default=20, metadata={"help": "Calling steps per user turn (BFCL: 20)."})
+    max_steps_per_turn: int = field(
+        default=MAX_STEPS_PER_TURN, metadata={"help": "Calling steps per user turn (BFCL: 20)."}
+    )
     allow_hidden_tools: bool = field(
         default=True, metadata={"help": "Execute withheld tools when called, as bfcl-eval does (paper: True)."}
     )

@@ -18,6 +18,7 @@ from trl import GRPOConfig
 
 from seal_hub.config_checks import require_at_least_one
 from seal_hub.defaults import EVAL_MAX_NEW_TOKENS, MAX_CONTEXT_TOKENS, MAX_LIVE_EPISODES
+from seal_hub.envs.episode import MAX_STEPS_PER_TURN
 from seal_hub.envs.protocol import ErrorKind
 from seal_hub.generation.weights import GenerationWeights, check_generation_dtype, cpu_has_bf16
 from seal_hub.interface.evolve import INTERFACE_MODES, EvolveConfig, evolve_config_for
@@ -88,7 +89,9 @@ class SealConfig(GRPOConfig):
     max_context_tokens: int = field(
         default=MAX_CONTEXT_TOKENS, metadata={"help": "Longest token sequence of one episode."}
     )
-    max_steps_per_turn: int = field(default=20, metadata={"help": "Calling steps allowed in one user turn."})
+    max_steps_per_turn: int = field(
+        default=MAX_STEPS_PER_TURN, metadata={"help": "Calling steps allowed in one user turn."}
+    )
     max_steps_per_episode: int | None = field(
         default=None,
         metadata={"help": "Model steps allowed in a whole training episode (the paper: 20); unset: no cap."},

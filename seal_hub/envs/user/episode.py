@@ -38,7 +38,7 @@ import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from seal_hub.envs.episode import EpisodeBase, parse_error_results
+from seal_hub.envs.episode import MAX_STEPS_PER_TURN, EpisodeBase, parse_error_results
 from seal_hub.envs.protocol import (
     Action,
     EpisodeVerdict,
@@ -106,7 +106,7 @@ class UserEpisode(EpisodeBase):
     def __init__(self, suite: UserSuite, task: UserTask, config: Any = None) -> None:
         super().__init__(task)
         self.suite = suite
-        self.max_steps = getattr(config, "max_steps_per_turn", None) or 20
+        self.max_steps = getattr(config, "max_steps_per_turn", None) or MAX_STEPS_PER_TURN
         episode_cap = getattr(config, "max_steps_per_episode", None)
         if episode_cap:
             self.max_steps = min(self.max_steps, episode_cap)
