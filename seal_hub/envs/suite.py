@@ -3,35 +3,21 @@
 A suite is a set of tasks (each with an id and a category) and a factory of isolated episodes that speak the
 step protocol of `seal_hub.envs.protocol`: `reset() -> Observation`, `step(Action) -> StepResult`, `close()`,
 and at the end a `verdict` (an `EpisodeVerdict` of per-turn `TurnVerdict`s, reward 1 only if it passed); every
-suite's episode gets the caller guards from `seal_hub.envs.episode.EpisodeBase`. The engine never looks past
-this contract, so BFCL multi-turn, BFCL single-turn, BFCL memory and tau2 all go through the same batched loop
-and land in the same `Trajectory` records.
+suite's episode gets the caller guards from `seal_hub.envs.episode.EpisodeBase`. Beyond its episodes a suite says,
+and nothing outside its own package says for it, its splits, its oracle, its turn labels, its SFT warm-up, what
+its tools can do, whether it can train, the record a published version keeps of it and its card (each member of
+`Suite` says what it answers).
 
-Beyond its episodes a suite says, and nothing outside its own package says for it:
-- its splits (`split_ids`) and the name results record for its split when no split file is given
-  (`default_split`);
-- how its reference answers drive an episode (`oracle_steps`: per user turn, the calling actions a perfect agent
-  takes; the harness ends each turn with a plain message), so `seal-hub eval --model oracle` checks every suite's
-  protocol the same way;
-- how a finished rollout is labelled turn by turn (`turn_labels`, `diagnose`: the labels of
-  `seal_hub.diagnosis`);
-- what its SFT warm-up teaches for a task (`warmup_script`, `seal_hub.envs.reference`);
-- whether its tools run and can fail (`tool_errors`: recovery hints have something to say), which exception
-  classes they raised in a batch of rollouts (`raised`: each gets a recovery hint; None when the suite does not
-  say), whether its tool schemas carry default values (`schema_defaults`: the schema cues show them), and whether
-  it can train (`not_trainable`: why not, None when it can);
-- the record a published interface version keeps of where its tasks come from (`record`: a user environment's
-  class and dataset; None for a built-in suite, which its name selects);
-- what a published card calls it (`card`), and which `seal-hub eval` / `rollout` flags select it
-  (`command_flags`).
-
-`SuiteCard` is the card as a record; the built-in suites by name are `seal_hub.envs.builtin`, and the defaults a
-built-in suite shares (`seal_hub.envs.task_table.TaskTable`) answer the optional parts. The core (trainer, rollout
-engine, evaluation, diagnosis, interface, hub, report, replay) reads a suite through this protocol only: never
-`hasattr`/`getattr` on a suite, and never a suite's own package (the BFCL suites need the `bfcl` extra).
+Design choice: the core (trainer, rollout engine, evaluation, diagnosis, interface, hub, report, replay) reads a
+suite through this protocol only: never `hasattr`/`getattr` on a suite, and never a suite's own package (the BFCL
+suites need the `bfcl` extra). So BFCL multi-turn, BFCL single-turn, BFCL memory, tau2 and user environments all
+go through the same batched loop and land in the same `Trajectory` records. The built-in suites by name are
+`seal_hub.envs.builtin`; the defaults a built-in suite shares (`seal_hub.envs.task_table.TaskTable`) answer the
+optional parts.
 
 Not covered: scoring beyond per-episode verdicts (`seal_hub.evaluation`), what the labels add up to
-(`seal_hub.diagnosis`)."""
+(`seal_hub.diagnosis`).
+"""
 
 from __future__ import annotations
 
@@ -110,21 +96,38 @@ class Suite(Protocol):
 
     def select(self, task_ids: Iterable[str]) -> list[SuiteTask]: ...
 
-    def split_ids(self, split: str, split_file: str | None = None, seed: int = 0) -> tuple[str, ...]: ...
+    def split_ids(self, split: str, split_file: str | None = None, seed: int = 0) -> tuple[str, ...]:
+        """The task ids of `split` (its source: `split_file`, else the suite's own, named `default_split`)."""
+        ...
 
     def episode(self, task: SuiteTask | str, config: Any = None) -> SuiteEpisode: ...
 
-    def oracle_steps(self, task: SuiteTask) -> Sequence[Sequence[Action]]: ...
+    def oracle_steps(self, task: SuiteTask) -> Sequence[Sequence[Action]]:
+        """Per user turn, the calling actions a perfect agent takes (the harness ends each turn with a plain
+        message), so `seal-hub eval --model oracle` checks every suite's protocol the same way."""
+        ...
 
-    def diagnose(self, trajectory: Trajectory, task: SuiteTask) -> RolloutDiagnosis: ...
+    def diagnose(self, trajectory: Trajectory, task: SuiteTask) -> RolloutDiagnosis:
+        """A finished rollout labelled turn by turn (the labels of `seal_hub.diagnosis`)."""
+        ...
 
-    def warmup_script(self, task: SuiteTask) -> WarmupScript | None: ...
+    def warmup_script(self, task: SuiteTask) -> WarmupScript | None:
+        """What the SFT warm-up teaches for `task` (`seal_hub.envs.reference`); None: nothing."""
+        ...
 
-    def command_flags(self) -> str: ...
+    def command_flags(self) -> str:
+        """The `seal-hub eval` / `rollout` flags that select this suite."""
+        ...
 
-    def raised(self, trajectories: Iterable[Trajectory]) -> Mapping[str, str] | None: ...
+    def raised(self, trajectories: Iterable[Trajectory]) -> Mapping[str, str] | None:
+        """The exception classes its tools raised in these rollouts (name -> docstring; each gets a recovery
+        hint); None when the suite does not say."""
+        ...
 
-    def record(self) -> UserEnvironmentRecord | None: ...
+    def record(self) -> UserEnvironmentRecord | None:
+        """What a published interface version keeps of where its tasks come from (a user environment's class and
+        dataset); None for a built-in suite, which its name selects."""
+        ...
 
 
 class SuiteError(ValueError):

@@ -3,31 +3,11 @@
 A SEAL step has two phases that never overlap on one GPU: the rollout (generation, KV cache) and the update
 (forward, backward and optimizer step of each micro-batch). What lives through both is *persistent*: weights
 (and the reference model of a full fine-tune with a KL term), trainable parameters and optimizer state, vLLM's
-share of the card when it generates colocated. The peak is persistent + the larger phase. Every part says the
-formula it uses in its note; the facts behind the formulas (TRL 1.16, PEFT 0.21, transformers 5, torch 2.13):
+share of the card when it generates colocated. The peak is persistent + the larger phase.
 
-- weights: parameters x dtype bytes; 4-bit (bitsandbytes NF4/FP4) stores each projection weight in half a byte
-  plus its quantisation constants (one fp32 absmax per 64 weights, or with nested quantisation one byte per 64
-  and one fp32 per 256 blocks), embeddings, head, norms and biases stay in the compute dtype;
-- LoRA: r x (in + out) per targeted projection per layer, in fp32 (PEFT's ``autocast_adapter_dtype``), except
-  on a quantised base (TRL casts them to bf16, as QLoRA does) and under ZeRO-3 (the model dtype); gradients in
-  their dtype, AdamW's two moments in the parameter's dtype (torch); DeepSpeed adds fp32 master weights and
-  fp32 moments (16 bytes per parameter for bf16, sharded by stage: 1 optimizer state, 2 + gradients,
-  3 + parameters, LoRA's included); ZeRO-3 also keeps every parameter of at most
-  `ZERO3_PERSISTENCE_THRESHOLD` elements whole on every rank, besides its partition (DeepSpeed's
-  ``stage3_param_persistence_threshold``: norms, biases, and at the usual ranks every LoRA matrix);
-- activations: what autograd saves per token per layer of a Llama/Qwen2 decoder with SDPA, counted tensor by
-  tensor (`layer_activation_bytes`); with gradient checkpointing, each layer's input plus one layer recomputed;
-- the attention mask: GRPO batches are padded, so transformers passes SDPA a boolean ``[B, 1, S, S]`` mask and
-  torch turns it into a float bias of the query dtype on every attention call, which the backward keeps;
-- log-probabilities: TRL 1.16's fused LM head (`trl.trainer.utils.add_fused_lm_head`, kernel
-  `trl.kernels.chunked_logprob`) never builds ``[tokens, vocab]`` logits: it projects tiles of at most 4,096
-  tokens x 32,768 vocabulary columns and keeps per-token fp32 statistics, so its memory is the tile, the scored
-  hidden states, fp32 gradient buffers of the hidden states (and of the head when it trains), and, without
-  Triton (CPU), a few fp32 temporaries of the tile;
-- rollout: the batched engine's KV rows (``max_live_episodes x max_context_tokens x`` KV bytes per token) plus
-  its prefix store, or vLLM's fraction of the card (``vllm_gpu_memory_utilization``); nothing with
-  ``vllm_mode: server`` (generation runs on the server's GPUs, which the estimate does not cover).
+Design choice: every part is counted from what the libraries do (TRL 1.16, PEFT 0.21, transformers 5, torch 2.13,
+bitsandbytes, DeepSpeed); each function below gives the facts its formula rests on (`weights`, `trainable`,
+`activations`, `logprob_head`, `rollout`), and each part says its formula in its note.
 
 Not covered: the CUDA context and allocator fragmentation (a fixed `RUNTIME_OVERHEAD_GB` on GPU plans), the
 no-grad old/reference log-prob passes (smaller than the update's), attention without SDPA (eager builds
@@ -114,6 +94,9 @@ def lora_bytes(plan: TrainingPlan) -> int:
 
 
 def weights(shape: ModelShape, plan: TrainingPlan) -> list[Part]:
+    """The model's weights: parameters x dtype bytes. 4-bit (bitsandbytes NF4/FP4) stores each projection weight
+    in half a byte plus its quantisation constants (one fp32 absmax per 64 weights, or with nested quantisation one
+    byte per 64 and one fp32 per 256 blocks); embeddings, head, norms and biases stay in the compute dtype."""
     wb = weight_bytes_per_param(plan)
     shard = plan.launch.num_processes if plan.launch.zero_stage == 3 else 1
     if plan.load_in_4bit:
@@ -163,7 +146,13 @@ def zero3_persistent(shape: ModelShape, plan: TrainingPlan) -> tuple[float, str]
 
 
 def trainable(shape: ModelShape, plan: TrainingPlan) -> list[Part]:
-    """Trainable parameters (LoRA's; a full fine-tune's are the weights), their gradients, optimizer state."""
+    """Trainable parameters (LoRA's; a full fine-tune's are the weights), their gradients, optimizer state.
+
+    LoRA: r x (in + out) per targeted projection per layer, in fp32 (PEFT's ``autocast_adapter_dtype``), except on
+    a quantised base (TRL casts them to bf16, as QLoRA does) and under ZeRO-3 (the model dtype). Gradients in their
+    dtype, AdamW's two moments in the parameter's dtype (torch); DeepSpeed adds fp32 master weights and fp32 moments
+    (16 bytes per parameter for bf16, sharded by stage: 1 optimizer state, 2 + gradients, 3 + parameters, LoRA's
+    included; what ZeRO-3 keeps whole on every rank: `zero3_persistent`)."""
     world, stage = plan.launch.num_processes, plan.launch.zero_stage
     if plan.use_peft:
         count, pb = lora_params(shape, plan), lora_bytes(plan)
@@ -214,6 +203,12 @@ def layer_activation_bytes(shape: ModelShape, plan: TrainingPlan) -> float:
 
 
 def activations(shape: ModelShape, plan: TrainingPlan) -> list[Part]:
+    """What autograd saves for one micro-batch, and the attention mask.
+
+    Per token per layer of a Llama/Qwen2 decoder with SDPA, counted tensor by tensor (`layer_activation_bytes`);
+    with gradient checkpointing, each layer's input plus one layer recomputed. GRPO batches are padded, so
+    transformers passes SDPA a boolean ``[B, 1, S, S]`` mask and torch turns it into a float bias of the query dtype
+    on every attention call, which the backward keeps."""
     b = compute_bytes(plan)
     tokens = plan.micro_batch * plan.seq_len
     per_layer = layer_activation_bytes(shape, plan)
@@ -252,7 +247,12 @@ def activations(shape: ModelShape, plan: TrainingPlan) -> list[Part]:
 
 
 def logprob_head(shape: ModelShape, plan: TrainingPlan) -> list[Part]:
-    """TRL 1.16's fused, tiled log-prob head over the scored positions of one micro-batch."""
+    """TRL 1.16's fused, tiled log-prob head over the scored positions of one micro-batch.
+
+    The fused head (`trl.trainer.utils.add_fused_lm_head`, kernel `trl.kernels.chunked_logprob`) never builds
+    ``[tokens, vocab]`` logits: it projects tiles of at most 4,096 tokens x 32,768 vocabulary columns and keeps
+    per-token fp32 statistics, so its memory is the tile, the scored hidden states, fp32 gradient buffers of the
+    hidden states (and of the head when it trains), and, without Triton (CPU), a few fp32 temporaries of the tile."""
     b = 4 if plan.cast_lm_head_to_fp32 else compute_bytes(plan)
     cpu = plan.use_cpu
     per_seq = plan.seq_len - 1 if cpu else plan.scored_tokens  # without Triton every position is projected
@@ -272,6 +272,9 @@ def logprob_head(shape: ModelShape, plan: TrainingPlan) -> list[Part]:
 
 
 def rollout(shape: ModelShape, plan: TrainingPlan) -> list[Part]:
+    """The batched engine's KV rows (``max_live_episodes x max_context_tokens x`` KV bytes per token) plus its
+    prefix store, or vLLM's fraction of the card (``vllm_gpu_memory_utilization``); nothing with ``vllm_mode:
+    server`` (generation runs on the server's GPUs, which the estimate does not cover)."""
     if plan.use_vllm and plan.vllm_server:
         return []  # generated on the server's GPUs, not the training GPUs
     if plan.use_vllm:

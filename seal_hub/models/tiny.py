@@ -2,31 +2,24 @@
 
 `build_tiny_model(out_dir, seed=0)` writes a normal Hugging Face model directory (``config.json``,
 ``model.safetensors``, ``generation_config.json``, tokenizer files, ``chat_template.jinja``) that
-`load_policy` loads like any other local model; it builds offline in well under a second (after imports).
-The weights are random, so its replies are noise; what it exercises is the plumbing: chat templating with
-tools, tokenising BFCL prompts, generation, LoRA, TRL's trainers.
+`load_policy` loads like any other local model, offline. The weights are random, so its replies are noise; what it
+exercises is the plumbing: chat templating with tools, tokenising BFCL prompts, generation, LoRA, TRL's trainers.
 
 Design choices:
 
-- Qwen2 (hidden 64, 2 layers, 4 heads / 2 KV heads, tied embeddings) with ``max_position_embeddings``
-  32768, so a BFCL prompt with every tool of several API classes fits, as it does for Qwen2.5.
-- The tokenizer is a byte-level BPE (any text encodes, nothing maps to an unknown token) trained with the
-  ``tokenizers`` library on the text it will see: the BFCL multi-turn questions and function docs from
-  ``bfcl-eval`` and the chat template's fixed text, with Qwen2's normaliser and pre-tokeniser. With 4k tokens
-  (a 4100 x 64 embedding) it encodes a BFCL prompt with two API classes' tools in about 4.4k tokens: within 5% of
-  the floor the pre-tokeniser sets (one token per word or punctuation run), and slightly fewer than SmolLM2's 49k
-  general vocabulary needs.
-- Its vocabulary and merges ship with the package (``data/tiny_bpe.json``, 4096 tokens), so the tiny model builds
-  the same with or without the ``bfcl`` extra; only another vocabulary size trains anew from ``bfcl-eval``'s data.
-  Regenerate the file (after a bfcl-eval or tokenizers upgrade) with
-  ``python -m seal_hub.models.tiny > seal_hub/models/data/tiny_bpe.json``; a test holds it equal to a fresh
-  training where bfcl-eval is installed.
-- Special tokens are Qwen2.5's: ``<|endoftext|>`` (padding), ``<|im_start|>``, ``<|im_end|>`` (end of turn,
-  eos). ``<tool_call>``, ``</tool_call>``, ``<tool_response>``, ``</tool_response>`` are single added tokens
-  that are *not* special, as in Qwen2.5: TRL decodes completions with ``skip_special_tokens=True``, which
-  would otherwise delete the tags the tool-call parser looks for.
-- Deterministic given `seed`: the corpus is read in a fixed order, BPE training is deterministic, and the
-  weights are drawn under a forked, seeded torch RNG (the caller's RNG state is left alone).
+- Qwen2 (hidden 64, 2 layers, 4 heads / 2 KV heads, tied embeddings) with ``max_position_embeddings`` 32768, so a
+  BFCL prompt with every tool of several API classes fits, as it does for Qwen2.5.
+- A byte-level BPE of 4096 tokens (any text encodes) trained with ``tokenizers`` on the text it will see (BFCL
+  multi-turn questions and function docs, the chat template's fixed text) with Qwen2's normaliser and
+  pre-tokeniser. Its vocabulary ships (``data/tiny_bpe.json``), so the model builds the same without the ``bfcl``
+  extra; regenerate it after a bfcl-eval or tokenizers upgrade with
+  ``python -m seal_hub.models.tiny > seal_hub/models/data/tiny_bpe.json`` (a test holds it equal to a fresh
+  training where bfcl-eval is installed).
+- Qwen2.5's special tokens (``<|endoftext|>`` padding, ``<|im_start|>``, ``<|im_end|>`` end of turn and eos);
+  ``<tool_call>``, ``</tool_call>``, ``<tool_response>``, ``</tool_response>`` are single added tokens that are
+  *not* special, as in Qwen2.5: TRL decodes with ``skip_special_tokens=True``, which would delete the tags.
+- Deterministic given `seed`: a fixed corpus order, deterministic BPE training, weights drawn under a forked,
+  seeded torch RNG (the caller's RNG state is left alone).
 
 Not covered: anything that needs a model that has learned something (use the demo model for that).
 """

@@ -2,34 +2,14 @@
 
 `parse_tool_calls(text, style)` returns an `Action` (see `seal_hub.envs.protocol`): the text outside the calls
 (`content`, stripped), the well-formed calls in order (`tool_calls`, ids `call_0`, `call_1`, ...) and one
-`ParseError` per malformed call (`parse_errors`). A malformed call never hides the well-formed ones around it,
-and the parser never raises on any text: model mistakes become `ParseError`s with a short `kind`, which the
-environment feeds back as observations and the diagnosis turns into labels.
-
-Styles:
-
-- ``"hermes"`` (Qwen2.5, ChatML): ``<tool_call>{"name": ..., "arguments": {...}}</tool_call>``, any number, with
-  text around. ``"parameters"`` is a synonym of ``"arguments"``; arguments given as a JSON string are decoded
-  (a blank string means ``{}``, an undecodable one is ``bad_arguments``); a missing key means ``{}``; arguments
-  that are JSON but not an object are kept as they are, for the environment to answer. Design choice, as vLLM's
-  hermes parser: a ``<tool_call>`` that is never closed (the text ends, or the next ``<tool_call>`` starts) still
-  yields its call when what follows it is one complete JSON object (a partial ``</tool_...`` at the very end is
-  ignored); otherwise it is an ``unclosed_tag`` error. The object after ``<tool_call>`` is decoded before the
-  closing tag is looked for, so a ``"</tool_call>"`` inside a JSON string does not cut the call.
-- ``"llama3"`` (Llama-3.1 JSON calls): an optional ``<|python_tag|>`` (text before it is content), then JSON
-  objects ``{"name": ..., "parameters": {...}}`` separated by ``;``, ``,`` or newlines, or a JSON list of them.
-  Without the tag, the text is a call only when it starts with ``{`` or ``[{``; anything else is a plain message.
-  Text after the last object is content. After a JSON error the parser resumes at the next separator + ``{``.
-- ``"pythonic"`` (BFCL): ``[func_a(x=1, y='s'), func_b(z=[1, 2])]``, brackets optional, one call per line also
-  accepted, inside an optional code fence. Parsed with `ast` only, values with `ast.literal_eval` per keyword;
-  nothing is ever evaluated. Positional arguments, ``**kwargs``, nested calls, names, sets or bytes as values are
-  errors of that call only; a syntax error fails the whole list (as BFCL's own decoder does). Tuples become lists.
-
-Bounds: texts over `max_chars` (200_000) are not parsed (one ``too_long`` error); after `max_calls` (256) call
-attempts one ``too_many_calls`` error is recorded and the rest ignored; nesting deeper than the JSON decoder or
-the Python parser allows is a ``too_deep`` / ``syntax_error`` error. Any other failure would be a bug: a safety
-net still returns an `Action`, with an ``internal_error``. `format_tool_call(s)` renders calls back
+`ParseError` per malformed call (`parse_errors`). The styles are ``"hermes"`` (Qwen2.5, ChatML ``<tool_call>``
+blocks), ``"llama3"`` (Llama-3.1 JSON calls) and ``"pythonic"`` (BFCL's ``[f(x=1)]``); each style's rules are its
+parser's docstring (`_parse_hermes`, `_parse_llama3`, `_parse_pythonic`). `format_tool_call(s)` renders calls back
 in each style (SFT targets, tests) and round-trips with the parser.
+
+Design choices: a malformed call never hides the well-formed ones around it, and the parser never raises on any
+text: model mistakes become `ParseError`s with a short `kind`, which the environment feeds back as observations and
+the diagnosis turns into labels. Texts and call counts are bounded (`ToolCallParser`), and nothing is ever evaluated.
 
 Not covered: checking calls against tool schemas (the environment does that), reasoning blocks such as
 ``<think>`` (a call inside one is parsed like any other), Llama's built-in ``tool.call(...)`` syntax, and
@@ -166,6 +146,15 @@ def _skip_space(text: str, pos: int) -> int:
 
 
 def _parse_hermes(text: str, out: _Collector) -> None:
+    """``<tool_call>{"name": ..., "arguments": {...}}</tool_call>``, any number, with text around.
+
+    ``"parameters"`` is a synonym of ``"arguments"``; arguments given as a JSON string are decoded (a blank string
+    means ``{}``, an undecodable one is ``bad_arguments``); a missing key means ``{}``; arguments that are JSON but
+    not an object are kept as they are, for the environment to answer. As vLLM's hermes parser: a ``<tool_call>``
+    never closed (the text ends, or the next ``<tool_call>`` starts) still yields its call when what follows it is
+    one complete JSON object (a partial ``</tool_...`` at the very end is ignored); otherwise it is an
+    ``unclosed_tag`` error. The object is decoded before the closing tag is looked for, so a ``"</tool_call>"``
+    inside a JSON string does not cut the call."""
     pos, n = 0, len(text)
     while True:
         start = text.find(_OPEN, pos)
@@ -209,6 +198,11 @@ def _parse_hermes(text: str, out: _Collector) -> None:
 
 
 def _parse_llama3(text: str, out: _Collector) -> None:
+    """An optional ``<|python_tag|>`` (text before it is content), then JSON objects ``{"name": ..., "parameters":
+    {...}}`` separated by ``;``, ``,`` or newlines, or a JSON list of them.
+
+    Without the tag, the text is a call only when it starts with ``{`` or ``[{``; anything else is a plain message.
+    Text after the last object is content. After a JSON error the parser resumes at the next separator + ``{``."""
     tag = text.find(_PYTHON_TAG)
     if tag >= 0:
         out.content.append(text[:tag])
@@ -313,6 +307,12 @@ def _call_from_node(node: ast.expr) -> _Result:
 
 
 def _parse_pythonic(text: str, out: _Collector) -> None:
+    """``[func_a(x=1, y='s'), func_b(z=[1, 2])]``, brackets optional, one call per line also accepted, inside an
+    optional code fence.
+
+    Parsed with `ast` only, values with `ast.literal_eval` per keyword; nothing is ever evaluated. Positional
+    arguments, ``**kwargs``, nested calls, names, sets or bytes as values are errors of that call only; a syntax
+    error fails the whole list (as BFCL's own decoder does). Tuples become lists."""
     source = text.strip()
     fenced = _FENCE.match(source)
     if fenced:
@@ -347,7 +347,12 @@ _PARSERS = {"hermes": _parse_hermes, "llama3": _parse_llama3, "pythonic": _parse
 
 @dataclass(frozen=True)
 class ToolCallParser:
-    """The parser for one output style; the same instance serves rollouts, SFT checks and evaluation."""
+    """The parser for one output style; the same instance serves rollouts, SFT checks and evaluation.
+
+    Bounds: a text over `max_chars` is not parsed (one ``too_long`` error); after `max_calls` call attempts one
+    ``too_many_calls`` error is recorded and the rest ignored; nesting deeper than the JSON decoder or the Python
+    parser allows is a ``too_deep`` / ``syntax_error`` error. Any other failure would be a bug: a safety net still
+    returns an `Action`, with an ``internal_error``."""
 
     style: str = "hermes"
     max_chars: int = DEFAULT_MAX_CHARS

@@ -1,14 +1,12 @@
 """SFT with a frozen context: the tokens before a conversation's first trained token run without gradient.
 
 A warm-up conversation of a tool-use suite is mostly context: the system prompt with every tool's schema and the
-user's question (BFCL single-turn: about 400 tokens) before an answer of about 50. Backpropagating through the
-context is most of a step's work, and on a CPU most of the warm-up's time. With `sft_frozen_context` the context
-runs once under `torch.no_grad()` and its key/value cache is handed to a second forward over the rest, which is
-trained as usual: the loss is the same number (the same logits; checked in the tests), the gradient is the part
-that flows through the trained positions. What is left out is how the LoRA weights change the context's own
-keys and values; the answer's queries, every later layer at the answer positions and the MLPs still learn.
-Measured on the demo (SmolLM2-135M, 2 cores): 1.03 s per conversation against 2.15 s for the full backward, and
-held-out success after the warm-up within the noise of the full gradient's (the docs' warm-up page).
+user's question, before a much shorter answer. Backpropagating through the context is most of a step's work, and on
+a CPU most of the warm-up's time. With `sft_frozen_context` the context runs once under `torch.no_grad()` and its
+key/value cache is handed to a second forward over the rest, which is trained as usual: the loss is the same number
+(the same logits; checked in the tests), the gradient is the part that flows through the trained positions. What is
+left out is how the LoRA weights change the context's own keys and values; the answer's queries, every later layer
+at the answer positions and the MLPs still learn. Its cost and effect, measured: docs/training.md.
 
 Not covered: batches of more than one conversation per forward (the warm-up accumulates one at a time, so nothing
 is padded) and packed sequences.

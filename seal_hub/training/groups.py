@@ -3,23 +3,20 @@
 With a 0/1 reward, a group of G rollouts whose rewards are all equal has a zero advantage everywhere: it moves
 nothing, and under a token-mean loss (`loss_type: dapo`) its tokens still dilute the groups that do carry a
 gradient. After an SFT warm-up most training prompts sit at a pass rate near 0 or near 1, so most groups are dead
-(the CPU experiment before this module: 84% of groups, 46 of 60 steps with no gradient at all). TRL 1.16 has no
-remedy; verl (DAPO's `filter_groups`), SkyRL (`dynamic_sampling.type`), prime-rl and AReaL each have one. Here,
-`SealConfig.dynamic_sampling`:
+(docs/learning.md). TRL 1.16 has no remedy; verl (DAPO's `filter_groups`), SkyRL, prime-rl and AReaL each have one.
+Here, `SealConfig.dynamic_sampling`:
 
 - `none` (the paper's configs): the step trains on the groups it drew, as TRL does;
 - `filter` (DAPO): keep the groups whose rewards differ; while fewer than the step trains, draw more groups, up to
-  `max_extra_draws` more draws; the step trains on kept groups only, and slots still empty after the last draw are
-  masked out of the loss (their tokens leave its normaliser too);
+  `max_extra_draws` more draws; slots still empty after the last draw are masked out of the loss and its normaliser;
 - `replace`: the same draws, but slots still empty after the last draw are filled with copies of kept groups (every
   slot trains; a kept group can count twice), as POLARIS does; with `max_extra_draws: 0` it costs no generation.
 
-`plan_step` makes the choice from the groups every rank has gathered, so every rank decides the same: the same
-number of draws, the same groups in the same slots; each rank then trains its slice of the slots, and every rank
-trains the same number of groups. An extra draw asks for the groups still missing, scaled by how many of the
-step's groups so far were informative (at least a quarter), rounded up to a multiple of the world size so each
-rank generates whole groups, and at most as many as the step trains. What it costs: generation for the extra
-groups (no loss compute: a dead group is never trained); what it buys: every trained group carries a gradient.
+Design choice: `plan_step` decides from the groups every rank has gathered, so every rank makes the same draws,
+puts the same groups in the same slots and trains the same number of groups. An extra draw asks for the groups
+still missing, scaled by the share of the step's groups so far that were informative (at least a quarter), rounded
+up to a multiple of the world size, and at most as many as the step trains. The cost is generation for the extra
+groups only (a dead group is never trained).
 
 Not covered: which tasks the extra groups are (`seal_hub.training.task_sampler` draws them) and the generation
 itself (the trainer's).

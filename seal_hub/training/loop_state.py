@@ -2,23 +2,22 @@
 
 What a resumed run needs besides the weights and the optimizer: the generation count (which decides when the
 interface evolves next), the epoch the closed-loop window belongs to, rho, the window's diagnoses, the interface
-the next rollouts are shown, the environment versions made so far (what a resume keeps in the snapshot store), and
-the task sampler's pass-rate table (`seal_hub.training.task_sampler`: what the next draws are weighed by).
-`SealLoopState` is a `TrainerCallback` that is also transformers' `ExportableState`: its `state()` goes into
-``checkpoint-N/trainer_state.json`` under ``stateful_callbacks["SealLoopState"]``, written by transformers'
-own `_save_checkpoint` as the checkpoint's last file, and transformers restores it on resume when
-`args.restore_callback_states_from_checkpoint` is True (`SealConfig` makes that its default and refuses False).
+the next rollouts are shown, the environment versions made so far, and the task sampler's pass-rate table
+(`seal_hub.training.task_sampler`). `SealLoopState` is a `TrainerCallback` that is also transformers'
+`ExportableState`: its `state()` goes into ``checkpoint-N/trainer_state.json`` under
+``stateful_callbacks["SealLoopState"]``, written by transformers' own `_save_checkpoint` as the checkpoint's last
+file, and restored on resume when `args.restore_callback_states_from_checkpoint` is True (`SealConfig` makes that
+its default and refuses False).
 
-Fact of transformers 5.23: a restore does not hand the stored state to the existing callback; it builds a new
-instance, ``type(callback)(**state["args"])``, sets ``state["attributes"]`` on it and swaps it in. So the
-stored state sits on an instance that knows no trainer; `LoopStateBinder`, a plain callback that does know it,
-finds that instance at ``on_train_begin`` (before any epoch begins or rollout runs), hands the state to the
-trainer and binds the instance to it, so the next checkpoint records the live state again.
+Design choice: transformers restores a stateful callback by building a new instance,
+``type(callback)(**state["args"])``, setting ``state["attributes"]`` on it and swapping it in, so the stored state
+sits on an instance that knows no trainer. `LoopStateBinder`, a plain callback that does know it, finds that
+instance at ``on_train_begin`` (before any rollout runs), hands the state to the trainer and binds the instance to
+it, so the next checkpoint records the live state again.
 
-What stays outside `trainer_state.json`: the environment versions themselves (``output_dir/interfaces/vN.json``,
-`seal_hub.interface.store`, written as they are made and shared by every checkpoint of a run); the state
-records only which versions existed at its step. Not covered: a checkpoint without this state (not a SEAL
-checkpoint: `seal_hub.training.run_records.load_state` refuses it).
+Not covered: the environment versions themselves (``output_dir/interfaces/vN.json``, `seal_hub.interface.store`,
+shared by every checkpoint of a run; the state records only which versions existed at its step), and a checkpoint
+without this state (not a SEAL checkpoint: `seal_hub.training.run_records.load_state` refuses it).
 """
 
 from __future__ import annotations

@@ -1,38 +1,23 @@
 """Which training tasks a step draws: uniformly (the paper), or near the policy's frontier.
 
-SEAL's environment adapts to the failures the agent reveals. The learning interface adapts how a task is shown; the
-task sampler adapts which tasks are shown. `TaskSampler` keeps every training task's latest verified pass rate (the
-share of its latest group's rollouts that passed: the verifier already computed it, nothing extra runs) and, with
-`task_sampler: frontier`, draws each step's tasks without replacement with probability proportional to
+SEAL's environment adapts to the failures the agent reveals: the learning interface adapts how a task is shown, the
+task sampler which tasks are shown. `TaskSampler` keeps every training task's latest verified pass rate (the share
+of its latest group's rollouts that passed: the verifier already computed it) and, with `task_sampler: frontier`,
+draws each step's tasks without replacement with probability proportional to
 
     w(task) = FLOOR + 1 - p^G - (1 - p)^G
 
-where p is the task's estimated pass rate and G the rollouts per task (`num_generations`). `1 - p^G - (1 - p)^G` is
-the probability that G rollouts of a task with pass rate p do not all agree, i.e. that its GRPO group has any
-advantage at all: with a 0/1 reward a group whose rollouts all pass or all fail gives no gradient. Drawing by it
-spends the rollouts where learning can happen. FLOOR (0.05) keeps tasks that always pass or never pass in the
-draw at about a twentieth of a frontier task's chance: pass rates move as the policy learns, and a task last
-seen at 0/G may be the next one within reach.
+where p is the task's estimated pass rate (`TaskSampler.pass_rate`) and G the rollouts per task. The second part
+is the probability that G rollouts of the task do not all agree, i.e. that its GRPO group has any advantage: with a
+0/1 reward a group that all passes or all fails gives no gradient, so the draw spends rollouts where learning can
+happen. FLOOR (0.05) keeps tasks that always or never pass in the draw (pass rates move as the policy learns), and
+every category keeps at least CATEGORY_SHARE of an even split of the draw, so a category whose first groups all
+failed is not left at the per-task floor for the rest of the run (docs/learning.md, on the smart home's run).
 
-Every category then keeps at least CATEGORY_SHARE (one half) of an even split of the draw, 1 / (2C) of the
-weight with C categories: the tasks of a category below it have their weights scaled up together until it has
-that share. A category whose first few groups all failed is not dropped to the per-task floor for the rest of
-the run: on the smart home's long run, SEAL's first 8 `both` rollouts failed (about one time in five at the rate
-plain GRPO then saw), the per-task floor gave `both` 48 of the next 2,880 rollouts, and the category was never
-learned, while `relative`, hard for both arms, got about 2% of the rollouts (docs/learning.md).
-
-Estimating p: a run draws far fewer tasks than it has, so most tasks have not been seen when they are weighed. A
-seen task's estimate is its latest group's passes shrunk toward its category's rate with the weight of one group
-((k + G * p_cat) / (n + G)); an unseen task takes its category's rate (the latest groups of the category's seen
-tasks, pooled), and a category nothing has been seen of takes 0.5 (the most informative guess). So after a few
-steps the sampler already knows that, say, every `irrelevance` question passes and every `parallel` one fails, and
-draws the categories in between more often.
-
-The draw is a function of (seed, step, draw index) and the pass-rate table only, and the table is part of the
-checkpointed loop state (`seal_hub.training.loop_state`): a resumed run draws what the uninterrupted run drew.
-`summary()` is what an environment version records of the sampler: each iteration's `metrics.json` holds it, and
-a published environment version carries it as `task_sampler.json` and a table on its card, as the first iteration
-that trained against the version left it (what the environment was teaching, beside how it showed the tasks).
+Design choice: the draw is a function of (seed, step, draw index) and the pass-rate table only, and the table is
+part of the checkpointed loop state (`seal_hub.training.loop_state`): a resumed run draws what the uninterrupted
+run drew. `summary()` is what an environment version records of the sampler (each iteration's `metrics.json`, a
+published version's `task_sampler.json` and card).
 
 Not covered: curricula over task features other than the pass rate (length, tools), and sampling with replacement.
 """
@@ -86,7 +71,10 @@ class TaskSampler:
         return {category: passed / total for category, (passed, total) in pooled.items() if total}
 
     def pass_rate(self, task_id: str, category_rates: dict[str, float] | None = None) -> float:
-        """The task's estimated pass rate: its latest group shrunk toward its category's rate (module docstring)."""
+        """The task's estimated pass rate: its latest group's k passes of n shrunk toward its category's rate with the
+        weight of one group, (k + G * p_cat) / (n + G). A run draws far fewer tasks than it has, so most are unseen
+        when weighed: an unseen task takes its category's rate (`category_rates`), and a category nothing has been
+        seen of takes UNSEEN_RATE (0.5, the most informative guess)."""
         rates = self.category_rates() if category_rates is None else category_rates
         prior = rates.get(self.categories.get(task_id, ""), UNSEEN_RATE)
         passed, total = self.latest.get(task_id, (0, 0))

@@ -1,39 +1,16 @@
 """A user environment's tasks from its dataset: rows, ids, categories, and the split held out for evaluation.
 
-Sources (`EnvironmentSpec.dataset`): a JSONL file (read here, no `datasets` import), another data file (`.json`,
-`.csv`, `.parquet`: `datasets`' own loaders), a folder saved with `save_to_disk`, or a `datasets` repo id at
-`dataset_revision`. `datasets` is imported only when one of those needs it (`import seal_hub.interface` and the
-config checks stay light).
+Sources (`EnvironmentSpec.dataset`): a JSONL file (read here), another data file (`.json`, `.csv`, `.parquet`:
+`datasets`' own loaders), a folder saved with `save_to_disk`, or a `datasets` repo id at `dataset_revision`. Each
+row is one task (`tasks_from_rows`; its columns are tabled in docs/environments.md): a `prompt`, an optional
+`id`, `category`, `split`, `expects_call` and answer key (`reference_calls`: `reference_steps`). Rows given in
+Python (TRL's `train_dataset` and `eval_dataset`, `seal_hub.envs.user.trl_setup`) become tasks the same way, and
+an environment with no dataset (TRL's dataset-free mode) gets numbered, seeded episodes (`generated_tasks`).
 
-Each row is one task: a `prompt` column (a string, or a list of chat messages as TRL takes them) and any columns
-`reset(**row)` reads (the whole row goes to reset, as TRL passes it). The task id is the `id` column if the
-dataset has one, else the row's index; the category is the `category` column, else one category, `default`. An
-`expects_call` column false marks a task where no tool call belongs (its labels: `seal_hub.envs.user.labels`).
-
-An optional `reference_calls` column is the answer key: the calls a perfect agent makes, step by step (a list of
-steps, each a list of `{"name": ..., "arguments": {...}}`; a flat list of calls is one step; an empty list, or a
-row that expects no call, is an abstention). With it the suite has an oracle (`seal-hub eval --model oracle`
-checks the key) and an SFT warm-up (`sft_warmup_steps`); rows without it teach nothing. Like every column, it
-reaches `reset(**row)` too, as TRL passes the whole row.
-
-The held-out split is named or made, and never trained on: a `split` column, or the dataset's own split names
-(a repo with `train` and `test`): rows named `train` train, rows named `test` are held out (where no row is, every
-other name is), and any other name (`dev`, `validation`) is a split of its own, neither; otherwise a seeded
-fraction of every category (`eval_fraction`, 20% by default, at least one task of a category with two) is held
-out. `all` is every row; a category is its rows.
-
-Rows given in Python (`seal_hub.envs.user.trl_setup`: TRL's `train_dataset` and `eval_dataset`, `datasets.Dataset`
-objects) become tasks the same way (`tasks_from_rows`): the train rows named `train`, the eval rows `test` (ids
-without an `id` column: the index, and `eval-<index>` for eval rows). With an environment factory a row needs no
-`prompt` (TRL then starts from one empty user message and `reset`'s text), and with a dict of factories its
-`environment` column names its factory (not passed to `reset`, as TRL does).
-
-No dataset at all (`generated_tasks`: `reset` makes the prompt, TRL's dataset-free mode): the tasks are numbered
-episodes, each reset from TRL's placeholder row (`{"prompt": [{"role": "user", "content": ""}]}`) with Python's
-`random` (and numpy's, when loaded) seeded from the task's seed for the factory and `reset` calls, the generator's
-state put back after: `episode-<i>` train (seed `episode_seed + i`), `held-out-<j>` held out (seed
-`episode_seed + 1_000_000 + j`), never the same seeds. A published version records `episodes` and `episode_seed`,
-so `seal-hub eval` replays the same held-out episodes wherever `reset` draws from those generators.
+Design choices: `datasets` is imported only when a source needs it, so `import seal_hub.interface` and the config
+checks stay light. The whole row reaches `reset(**row)`, as TRL passes it (only a dict of factories' `environment`
+column is kept back). The held-out split is named or made and never trained on (`held_out`): the dataset's
+`split` column or its own split names, else a seeded fraction of every category (`eval_fraction`).
 
 Not covered: what reset does with a row (the user's class), the episode (`seal_hub.envs.user.episode`).
 """
@@ -93,7 +70,12 @@ def _call(value: Any, where: str) -> ToolCall:
 
 
 def reference_steps(value: Any, where: str) -> Reference | None:
-    """A row's `reference_calls` as steps of calls (module docstring); None when the row gives none."""
+    """A row's `reference_calls` as steps of calls; None when the row gives none.
+
+    The answer key is the calls a perfect agent makes, step by step: a list of steps, each a list of
+    `{"name": ..., "arguments": {...}}` (arguments may be a JSON string); a flat list of calls is one step; an empty
+    list, or a row that expects no call, is an abstention. With it the suite has an oracle (`seal-hub eval --model
+    oracle`) and an SFT warm-up (`sft_warmup_steps`); rows without it teach nothing."""
     if value is None:
         return None
     where = f"{where}, column {REFERENCE}"
@@ -187,7 +169,11 @@ def tasks_from_rows(
 ) -> dict[str, UserTask]:
     """`rows` (with the split each names) as tasks, added to `tasks`; a row without a prompt (where one is
     required), an unknown `environment` (where `environments` names the dict's keys), or a repeated id is an
-    `EnvironmentError` naming the dataset `name` and the row."""
+    `EnvironmentError` naming the dataset `name` and the row.
+
+    The id is the `id` column, else `id_prefix` + the row's index; the category the `category` column, else
+    `default`; a row's `split` column comes before the dataset split it was read from; `expects_call` false marks a
+    task where no tool call belongs. A row without a prompt starts from TRL's one empty user message."""
     if not rows:
         raise EnvironmentError(f"dataset {name} has no rows")
     tasks = {} if tasks is None else tasks
@@ -223,7 +209,12 @@ def tasks_from_rows(
 
 
 def generated_tasks(train: int, held_out: int, seed: int) -> dict[str, UserTask]:
-    """A dataset-free environment's tasks: `train` episodes and `held_out` held-out ones (module docstring)."""
+    """A dataset-free environment's tasks: `train` episodes and `held_out` held-out ones.
+
+    Each is reset from TRL's placeholder row with Python's `random` (and numpy's, when loaded) seeded from its seed
+    for the factory and `reset` calls (`seal_hub.envs.user.episode`): `episode-<i>` trains (seed `seed + i`),
+    `held-out-<j>` is held out (seed `seed + HELD_OUT_SEED_OFFSET + j`), never the same seeds. A published version
+    records the count and seed, so `seal-hub eval` replays the same held-out episodes."""
     tasks: dict[str, UserTask] = {}
     for split, count, prefix, base in (
         (TRAIN, train, "episode", seed),

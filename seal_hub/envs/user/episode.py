@@ -4,29 +4,21 @@ and `get_reward`, as TRL sums them).
 
 The task's environment is the setup's one factory, or the one its row's `environment` column names (a dict of
 factories; that column is not passed to `reset`); a setup of plain `tools=` has no instance and no `reset`. A
-dataset-free task resets with Python's `random` (and numpy's, when loaded) seeded from its seed
-(`seal_hub.envs.user.dataset.generated_tasks`), their states put back after.
+dataset-free task resets with Python's `random` (and numpy's, when loaded) seeded from its seed, their states put
+back after. What the model sees is what TRL's `environment_factory` shows it: the row's prompt, with the text
+`reset` returns appended to the last message; each call's return value as the tool's message.
 
-What the model sees is what TRL's `environment_factory` shows it: the row's prompt, with the text `reset` returns
-appended to the last message; each call's return value as the tool's message. Every call into the class (making
-the instance, reset, each tool, get_reward) goes through `seal_hub.envs.user.calls.run_limited`: a time limit,
-prints captured (and dropped: TRL shows the return value only), results as text, cut when huge.
-
-The model's mistakes are observations with the protocol's `ErrorKind`: unparseable text, an unknown tool, arguments
-that do not bind to the method's signature (never run), a tool that raised (`TOOL_EXCEPTION`, the content
-`Error: <ExceptionClass>: <message>`), a tool past the time limit (the same, as `TimeoutError`; the episode ends
-there, because the abandoned call still holds the instance). The environment's own faults never crash a run: a
-constructor or `reset` that fails ends the episode at the model's first step, unscored (`RESET_FAILED`, left out
-of the labels); a `get_reward` that raises, hangs or returns NaN, a string or None scores 0 (`REWARD_INVALID`);
-a reward function or `get_reward` that raises, hangs, or returns NaN, a string or a list of the wrong length scores
-0 (`REWARD_INVALID`), as does a rollout no source scored (`UNSCORED`); each says so in one line naming the class
-and the row (`UserSuite.warn`, once per row and fault).
-
-One instance per episode, never shared: instance state is isolated between episodes. A class that keeps state at
-module or class level shares that state between episodes, as it would under TRL; docs/environments.md says so.
-
-The verdict passes when the reward is at least the suite's success threshold (`EnvironmentSpec.threshold`: 1.0
-unless set) and no fault ended the episode.
+Design choices: every call into the class (the instance, reset, each tool, get_reward) goes through
+`seal_hub.envs.user.calls.run_limited` (a time limit, prints captured and dropped, results as text, cut when huge).
+The model's mistakes are observations with the protocol's `ErrorKind` (unparseable text, an unknown tool,
+arguments that do not bind, a tool that raised: ``Error: <ExceptionClass>: <message>``, a tool past the time limit,
+which ends the episode because the abandoned call still holds the instance). The environment's own faults never
+crash a run: a failed constructor or `reset` ends the episode unscored (`RESET_FAILED`, left out of the labels); a
+reward function or `get_reward` that raises, hangs or returns no usable value (NaN, a string, None, a list of the
+wrong length) scores 0 (`REWARD_INVALID`), as does a rollout no source scored (`UNSCORED`); each says so in one
+line naming the class and the row (`UserSuite.warn`, once per row and fault). One instance per episode:
+state kept at module or class level is shared between episodes, as under TRL (docs/environments.md). The verdict
+passes when the reward is at least the suite's success threshold (1.0 unless set) and no fault ended the episode.
 
 Not covered: the labels (`seal_hub.envs.user.labels`).
 """
