@@ -13,7 +13,7 @@ from types import SimpleNamespace
 import pytest
 from helpers.paths import ROOT
 
-pytest.importorskip("openenv", reason='the OpenEnv tests need openenv-core, in the test extra: pip install ".[test]"')
+pytest.importorskip("openenv", reason='the OpenEnv tests need openenv, in the test extra: pip install ".[test]"')
 
 ENVIRONMENT = "examples.openenv_tally.tally:Tally"
 KILLING = "helpers.openenv_tally:KillingTally"
