@@ -9,14 +9,18 @@ LoRA run, the whole model of a full fine-tune, `seal_hub.hub.policy`; the base i
 else the model's own ``name_or_path``). It is idempotent and catches up on what a crash left unpublished; the
 cards name the published sources the run recorded in ``sources.json`` (`seal_hub.hub.sources.run_sources`).
 
-The trainer binds itself to the callback (`bind`) when it is given one: the callback reads the run's records
-(output_dir, the interface store, the checkpoint folders) through it. Only the main process publishes.
+The trainer hands the callback what it reads of the run (`bind`, a `PublishedRun`): its output_dir and environment
+versions, readers of its iteration records, the base model's name. The callback never holds the trainer, and hub/
+does not import `seal_hub.training` (nor know the run directory's layout: the readers do). Only the main process
+publishes.
 
 Not covered: what an artifact holds (`seal_hub.hub.artifacts`), where it goes (`seal_hub.hub.registry`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,7 +29,20 @@ from transformers import TrainerCallback
 from seal_hub.hub.artifacts import PublishConfig
 
 if TYPE_CHECKING:
-    from seal_hub.training.trainer import SealTrainer
+    from seal_hub.interface.store import SnapshotStore
+    from seal_hub.rollout.records import Trajectory
+
+
+@dataclass(frozen=True)
+class PublishedRun:
+    """What the callback reads of the run it publishes, handed over by the trainer (`PublishCallback.bind`)."""
+
+    output_dir: Path
+    store: SnapshotStore  # the run's environment versions
+    iterations: Callable[[], list[dict[str, Any]]]  # every finished iteration's metrics ("step" in each), in order
+    records: Callable[[int], tuple[list[Trajectory], list[dict[str, Any]]]]  # step -> its rollouts, diagnosis rows
+    base_model: Callable[[], str | None]  # what the policy was trained from, as its cards name it
+    main_process: bool = True
 
 
 class PublishCallback(TrainerCallback):
@@ -37,11 +54,11 @@ class PublishCallback(TrainerCallback):
                 f"PublishCallback takes a PublishConfig (run='namespace/name'), got {type(config).__name__}"
             )
         self.config = config
-        self.trainer: SealTrainer | None = None
+        self.run: PublishedRun | None = None
 
-    def bind(self, trainer: SealTrainer) -> None:
-        """The trainer whose records this callback publishes (`SealTrainer` calls it)."""
-        self.trainer = trainer
+    def bind(self, run: PublishedRun) -> None:
+        """The run whose records this callback publishes (`SealTrainer` calls it)."""
+        self.run = run
 
     def check_unclaimed(self, output_dir: str | Path) -> None:
         """Refuse, before any work, a run name another output_dir already published under: its versions are
@@ -63,49 +80,44 @@ class PublishCallback(TrainerCallback):
 
     def on_save(self, args, state, control, **kwargs):
         if args.should_save:
-            self.publish_pending()
+            self.publish_pending(state.global_step)
 
-    def publish_pending(self) -> list[int]:
-        """Publish every checkpointed iteration not yet in the registry; the steps published."""
-        trainer = self.trainer
-        if trainer is None:
-            raise ValueError("PublishCallback is not bound to a trainer: give it to SealTrainer(callbacks=[...])")
-        if not trainer.accelerator.is_main_process:
+    def publish_pending(self, global_step: int) -> list[int]:
+        """Publish every iteration checkpointed by `global_step` not yet in the registry; the steps published."""
+        run = self.run
+        if run is None:
+            raise ValueError("PublishCallback is not bound to a run: give it to SealTrainer(callbacks=[...])")
+        if not run.main_process:
             return []
-        import pyarrow.parquet as pq
-
         from seal_hub.hub import iteration_tag, publish_interface, publish_iteration
         from seal_hub.hub.sources import RunSources
-        from seal_hub.rollout.records import read_trajectories
-        from seal_hub.training.run_records import iteration_dir, read_metrics
 
-        output_dir = trainer.args.output_dir
         registry, repos = self.config.registry(), self.config.repos
-        sources = RunSources.read(output_dir).all()  # what the run started from, named on every card
+        sources = RunSources.read(run.output_dir).all()  # what the run started from, named on every card
         done = (
             {v.tag for v in registry.versions(repos.adapter, "model")}
             if registry.repo_exists(repos.adapter, "model")
             else set()
         )
         published = []
-        for metrics in read_metrics(output_dir):
+        for metrics in run.iterations():
             step = metrics["step"]
-            checkpoint = Path(output_dir) / f"checkpoint-{step}"
-            if step > trainer.state.global_step or iteration_tag(step) in done or not checkpoint.is_dir():
+            checkpoint = Path(run.output_dir) / f"checkpoint-{step}"
+            if step > global_step or iteration_tag(step) in done or not checkpoint.is_dir():
                 continue
-            snapshot = trainer.store.get(metrics["interface_version"])
-            for ancestor in trainer.store.lineage(snapshot)[:-1]:
+            snapshot = run.store.get(metrics["interface_version"])
+            for ancestor in run.store.lineage(snapshot)[:-1]:
                 publish_interface(repos.environment, ancestor, registry=registry, sources=sources)
-            folder = iteration_dir(output_dir, step)
+            trajectories, diagnoses = run.records(step)
             publish_iteration(  # only the checkpoint's policy files go (no optimizer state, no training_args.bin)
                 repos,
                 step,
-                trajectories=read_trajectories(folder / "trajectories.parquet"),
-                diagnoses=pq.read_table(folder / "diagnoses.parquet").to_pylist(),
+                trajectories=trajectories,
+                diagnoses=diagnoses,
                 snapshot=snapshot,
                 teaching=metrics.get("task_sampler"),
                 adapter_dir=checkpoint,
-                base_model=trainer.base_model_name(),
+                base_model=run.base_model(),
                 registry=registry,
                 sources=sources,
             )
@@ -113,6 +125,8 @@ class PublishCallback(TrainerCallback):
         return published
 
 
-def publish_callback(callbacks: list[Any] | None) -> PublishCallback | None:
-    """The `PublishCallback` among `callbacks`, if any."""
-    return next((c for c in callbacks or () if isinstance(c, PublishCallback)), None)
+def publishing_last(callbacks: list[Any]) -> tuple[list[Any], PublishCallback | None]:
+    """`callbacks` with the `PublishCallback` among them (if any) moved last, and that callback: at a checkpoint it
+    publishes what the other callbacks have recorded."""
+    publisher = next((c for c in callbacks if isinstance(c, PublishCallback)), None)
+    return [c for c in callbacks if c is not publisher] + ([publisher] if publisher is not None else []), publisher

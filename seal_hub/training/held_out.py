@@ -3,18 +3,19 @@
 limit, as `seal-hub eval` scores), counted per category.
 
 `held_out_protocol(config)` is the one protocol a training run evaluates under, built from its `SealConfig`: the
-trainer's evaluation every `eval_every_steps` and the training script's held-out comparison (base model, after the
+periodic evaluation here and the held-out comparison (`seal_hub.training.comparison`: base model, after the
 warm-up, after SEAL) both use it, so every point of the learning curve is scored the same way. It takes the
 evaluation's tokens per step (`eval_max_new_tokens`), the context, batch size and parser style from the config,
 and the step limit from the protocol, not from training: BFCL's 20 calling steps per turn, which `seal-hub eval`
 applies and the paper evaluates with, whatever `max_steps_per_turn` the rollouts trained under.
 
-`evaluate_held_out` scores through the one evaluation path (`seal_hub.evaluation.evaluate_policy`) in memory; it
-runs any suite's episodes. `held_out_tasks` picks the subset: categories interleaved in the split's order (BFCL:
-base, miss_func, miss_param, long_context, base, ...), so a small count still covers every category. The result is
-logged as `eval_success_rate` and `eval_success_rate/<category>` (trackio and wandb show them as `eval/...`) and
-written to `held_out/step_NNNNNN.json` in the run directory (`seal_hub.training.run_records.held_out_path`), where
-`seal-hub report` finds it.
+`held_out_tasks` picks the subset (`eval_tasks` of them): categories interleaved in the split's order (BFCL: base,
+miss_func, miss_param, long_context, base, ...), so a small count still covers every category.
+`HeldOutEvaluation` is the trainer's callback that runs it every `eval_every_steps` optimizer steps, on every rank
+(generation under ZeRO-3 needs all of them), through the one evaluation path (`seal_hub.evaluation.evaluate_policy`)
+in memory; the result is logged as `eval_success_rate` and `eval_success_rate/<category>` (trackio and wandb show
+them as `eval/...`) and written to `held_out/step_NNNNNN.json` in the run directory
+(`seal_hub.training.run_records.held_out_path`), where `seal-hub report` and the comparison find it.
 
 Not covered: the full 400-task evaluation with its own records and cards (`seal-hub eval`).
 """
@@ -25,6 +26,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from transformers import Trainer, TrainerCallback
 
 from seal_hub.atomic import write_json
 from seal_hub.envs.suite import Suite, SuiteTask, in_turn
@@ -37,6 +40,7 @@ from seal_hub.training.run_records import held_out_path
 
 if TYPE_CHECKING:
     from seal_hub.training.config import SealConfig
+    from seal_hub.training.trainer import SealTrainer
 
 
 def held_out_protocol(config: SealConfig) -> EvalProtocol:
@@ -87,15 +91,15 @@ class HeldOutResult:
 
 
 def held_out_tasks(
-    suite: Suite, test_ids: Sequence[str], count: int, categories: Sequence[str] | None = None
+    suite: Suite, test_ids: Sequence[str], eval_tasks: int, categories: Sequence[str] | None = None
 ) -> list[SuiteTask]:
-    """The first `count` tasks of the test split (of `categories` when given), taking the categories in turn:
-    the tasks `seal-hub eval --split test --limit COUNT [--categories ...]` scores."""
-    if count < 1:
-        raise ValueError(f"eval_tasks must be >= 1, got {count}")
+    """The first `eval_tasks` tasks of the test split (of `categories` when given), taking the categories in turn:
+    the tasks `seal-hub eval --split test --limit EVAL_TASKS [--categories ...]` scores."""
+    if eval_tasks < 1:
+        raise ValueError(f"eval_tasks must be >= 1, got {eval_tasks}")
     if not test_ids:
         raise ValueError("the split has no test tasks to evaluate on; give a split file with a 'test' list")
-    return in_turn(suite.select(list(test_ids)), count, categories)
+    return in_turn(suite.select(list(test_ids)), eval_tasks, categories)
 
 
 def evaluate_held_out(
@@ -123,3 +127,40 @@ def evaluate_held_out(
 def write_held_out(output_dir: str | Path, result: HeldOutResult) -> Path:
     """`held_out/step_NNNNNN.json`, written atomically (a resumed run that evaluates the same step replaces it)."""
     return write_json(held_out_path(output_dir, result.step), result.to_json())
+
+
+class HeldOutEvaluation(TrainerCallback):
+    """The trainer's held-out evaluation of `tasks` (module docstring): after every `eval_every_steps`-th optimizer
+    step, the last one's only with `at_end` (without it, the caller scores the final policy itself: the held-out
+    comparison's final stage)."""
+
+    def __init__(self, trainer: SealTrainer, tasks: Sequence[SuiteTask], at_end: bool = True) -> None:
+        self.trainer = trainer
+        self.tasks = list(tasks)
+        self.at_end = at_end
+
+    def on_step_end(self, args, state, control, **kwargs):
+        if not args.eval_every_steps or state.global_step % args.eval_every_steps:
+            return
+        if state.global_step >= state.max_steps and not self.at_end:
+            return
+        self.evaluate()
+
+    def evaluate(self) -> HeldOutResult:
+        """The evaluation now, on every rank; logged on the trainer log, written by the main process."""
+        trainer = self.trainer
+        step = trainer.state.global_step
+        trainer.backends.sync_vllm(step)  # as TRL does before generating: the current weights
+        with trainer.backends.at(step) as backend:
+            policy, protocol = PolicyInfo(trainer.policy_id), held_out_protocol(trainer.args)
+            result = evaluate_held_out(
+                backend, trainer.processing_class, trainer.suite, self.tasks, protocol, policy, step
+            )
+        if trainer.accelerator.is_main_process:
+            write_held_out(trainer.args.output_dir, result)
+        # Trainer.log, not GRPOTrainer.log: the latter would flush (and clear) this step's training metrics early;
+        # and logging resets `should_log`, which this step's own training log still needs
+        should_log = trainer.control.should_log
+        Trainer.log(trainer, result.log_metrics())
+        trainer.control.should_log = should_log
+        return result

@@ -16,7 +16,8 @@ Under a run's output directory:
 This module is the one place that spells the ``iterations/step_N`` and ``held_out/step_N.json`` layout: the
 trainer, `seal-hub report` (`seal_hub.report.inputs`) and the replay Space (`seal_hub.replay.replay_source`) find
 the folders and files with `iteration_dir`, `iteration_folders`, `iteration_step`, `held_out_path` and
-`held_out_files`.
+`held_out_files`; the publishing callback (`seal_hub.hub.callback`) reads them through the readers the trainer
+hands it (`read_metrics`, `read_iteration`), so hub/ needs no import of training/.
 
 Every file of ours is written atomically (temporary file, then rename). A run killed at any point and relaunched
 on the same directory resumes from its last complete checkpoint N (`last_checkpoint`: one whose trainer state,
@@ -36,6 +37,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import pyarrow.parquet as pq
 from datasets import Dataset
 
 from seal_hub.atomic import write_json
@@ -43,7 +45,7 @@ from seal_hub.diagnosis import FailureProfile, Label, RolloutDiagnosis
 from seal_hub.diagnosis.records import DIAGNOSIS_FEATURES, diagnosis_rows
 from seal_hub.interface import InterfaceSnapshot
 from seal_hub.interface.store import SnapshotStore
-from seal_hub.rollout.records import Trajectory, write_trajectories
+from seal_hub.rollout.records import Trajectory, read_trajectories, write_trajectories
 
 TRAINER_STATE_FILE = "trainer_state.json"  # transformers' TRAINER_STATE_NAME
 # transformers keys a stateful callback's state by its class name: `seal_hub.training.loop_state.SealLoopState`
@@ -145,6 +147,12 @@ def write_iteration(
     shutil.rmtree(final, ignore_errors=True)
     os.replace(building, final)
     return final
+
+
+def read_iteration(output_dir: str | Path, step: int) -> tuple[list[Trajectory], list[dict[str, Any]]]:
+    """A finished iteration's rollouts and diagnosis rows, as `write_iteration` wrote them."""
+    folder = iteration_dir(output_dir, step)
+    return read_trajectories(folder / "trajectories.parquet"), pq.read_table(folder / "diagnoses.parquet").to_pylist()
 
 
 def read_metrics(output_dir: str | Path) -> list[dict[str, Any]]:

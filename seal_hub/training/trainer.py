@@ -1,104 +1,62 @@
-"""SEAL on TRL: a `GRPOTrainer` whose rollouts come from the multi-turn engine and whose advantages the
-diagnosis reweights, with the learning interface evolving as training goes.
+"""SEAL on TRL: a `GRPOTrainer` whose rollouts come from SEAL's multi-turn engine (through TRL's `rollout_func`) and
+whose advantages the diagnosis reweights, with the learning interface evolving as training goes.
 
-`SealTrainer` takes `GRPOTrainer`'s arguments (TRL 1.16), in its order and meaning: `model` (a model object, or a
-name resolved as every seal-hub command resolves one, `trl_args.trl_model`: `demo`, `tiny`, a Hub id, a local path),
-`reward_funcs`, `args` (a `SealConfig`, which is a `GRPOConfig`), `train_dataset`, `eval_dataset`, `processing_class`,
-`reward_processing_classes`, `callbacks`, `optimizers`, `quantization_config`, `peft_config`, `tools`,
-`rollout_func`, `environment_factory`; a GRPO script whose only changes are `GRPOTrainer -> SealTrainer`
-and `GRPOConfig -> SealConfig` trains with SEAL (its environment, reward functions, tools and datasets become a
-suite through `seal_hub.envs.user.trl_setup.user_suite_from_trl`; `eval_dataset`'s rows are the held-out tasks).
-After them come SEAL's own keywords: a built-in suite by name or object (`suite=`, with `train_tasks` and
-`held_out_tasks`), a starting `interface`, `policy_id`, `backend_factory`, `held_out_at_end`. Refused in one line
-that says why: `rollout_func` (SEAL runs the episodes itself: a rollout function would hide the turns it labels),
-reward models and `reward_processing_classes` (SEAL scores each rollout as its episode ends, with functions),
-`multi_objective_aggregation: normalize_then_sum` (the sources are summed per rollout), TRL's own evaluation loop
-(`eval_strategy` other than "no": SEAL's held-out evaluation is `eval_every_steps`), an `args` that is a plain
-`GRPOConfig`. Publishing is a callback (`seal_hub.hub.callback.PublishCallback`), given in `callbacks`.
+`SealTrainer` takes `GRPOTrainer`'s arguments in its order and meaning (TRL 1.16), so a GRPO script whose only
+changes are `GRPOTrainer -> SealTrainer` and `GRPOConfig -> SealConfig` trains with SEAL: its environment, reward
+functions, tools and datasets become a suite (`trl_args.trl_suite`; `eval_dataset`'s rows are the held-out tasks).
+SEAL's own keywords follow: a built-in `suite=` with `train_tasks` and `held_out_tasks`, a starting `interface`,
+`policy_id`, `backend_factory`, `held_out_at_end`. What it refuses, each in one line that says why, is
+`trl_args.refuse_unsupported`'s.
 
-Any trainable suite (`Suite.not_trainable` is None: BFCL multi-turn, BFCL single-turn) goes through the same loop:
-its episodes come from the suite, its turns are labelled by its own rules (`Suite.diagnose`), and the interface's
-recovery hints evolve only where its tools can fail (`Suite.tool_errors`).
+Why `rollout_func`: TRL's environment loop runs one user message per episode, while a task may have several user
+turns, tools revealed mid-episode and a verdict per turn. The engine runs whole episodes and hands TRL the token
+view: prompt and completion ids, sampled log-probabilities and `env_mask` (0 for tool output and user turns, which
+TRL leaves out of the loss).
 
-Why `rollout_func` and not `environment_factory`: TRL's environment loop runs one user message per episode
-and calls tools it finds on the environment object, while a BFCL task has several user turns, tools revealed
-mid-episode, and a verdict per turn. `rollout_func` lets our engine run whole episodes (batched, KV-cached)
-and hand TRL the token view: prompt ids, completion ids, sampled log-probabilities and `env_mask` (1 for
-policy tokens, 0 for tool output and user turns, which TRL then leaves out of the loss). Fact of TRL 1.16:
-`rollout_func` receives the prompts already repeated `num_generations` times and returns one completion per
-entry; each prompt here is a task id.
+Each generation step: the step's tasks (TRL's draw, or `task_sampler: frontier`) -> rollouts, and with
+`dynamic_sampling` more draws until the groups are informative (`groups.py`) -> one label per turn (`Suite.diagnose`)
+-> rho updated over the epoch's window -> w_j per rollout with that rho -> every `evolve_every` generations a new
+environment version. TRL trains this rank's share of the chosen groups, its advantages multiplied by w_j. With
+`env_adaptation`, `reweighting` and `closed_loop` all off it is vanilla GRPO on the same budget.
 
-Each generation step: the step's tasks (TRL's shuffled draw, or with `task_sampler: frontier` a draw weighted by
-each task's latest pass rate, `task_sampler.py`) -> rollouts (reward = the verifier's verdict), and with
-`dynamic_sampling` more draws until the step's groups are informative (`groups.py`) -> one label per turn -> rho
-updated by the closed-loop rule over the epoch's window, now holding every group drawn -> w_j per rollout with that
-rho (the paper's released order) -> every `evolve_every` generations a new environment version for the next rollouts.
-TRL trains the step's slots: this rank's share of the chosen groups, gathered from every rank's rollouts.
-`_generate_and_score_completions` multiplies TRL's group-normalised advantages by w_j (sign kept). Switches
-for the paper's ablations: `env_adaptation`, `reweighting`, `closed_loop`; all three off is vanilla GRPO on
-the same budget. With `eval_every_steps`, a held-out evaluation (`seal_hub.training.held_out`) runs after every N-th
-optimizer step and is logged as `eval/...`; `_log_seal_metrics` puts success, mean weight, environment version,
-and rho and prevalence of every label on the training log, so any `report_to` integration (trackio, wandb,
-tensorboard) shows them.
-
-Distributed generation: rollouts and held-out evaluations generate with the model TRL's
-`unwrap_model_for_generation` yields (ZeRO-3's parameters gathered unless `ds3_gather_for_generation` is False,
-FSDP v1's summoned, gradient checkpointing off), as TRL's own generation does. When parameters stay sharded
-during generation, the ranks keep their forward passes in step (`synced_generation`, `seal_hub.generation.synced`).
-
-vLLM (`use_vllm`, GPUs): TRL builds its engine and syncs its weights before each generation step (and SEAL before a
-held-out evaluation); the rollout engine generates through it, colocated in this process (`VLLMBackend`) or, with
-`vllm_mode: server`, on a `vllm serve` elsewhere that every rank reaches over HTTP (`VLLMServerBackend`).
-
-Publishing: with a `PublishCallback` among `callbacks`, every checkpointed iteration's three artifacts go to the
-registry (`seal_hub.hub`), catching up on any a crash left unpublished; their cards name the published sources the
-run recorded in ``sources.json`` (`seal_hub.hub.sources.run_sources`).
-
-Resuming: `train(resume_from_checkpoint=...)` restores SEAL's state from the last complete checkpoint, through
-transformers' stateful callbacks (`loop_state.py`: the state sits in the checkpoint's `trainer_state.json`; publishing
- after each checkpoint is an `on_save` callback), so no private `Trainer` method is overridden for it. A
-checkpoint that already reached the budget (`max_steps`, or the epochs' steps) trains nothing: transformers'
-loop only tests the budget after an optimizer step, and a resumed epoch with batches left would run one more
-step (and TRL would generate for it), so `train` stops before the loop, loads the checkpoint's weights,
-publishes what is still unpublished, and sets `completed_at`.
+Around the loop, each part in its own module: the generation backend (`step_backend.py`), the held-out evaluation
+(`held_out.HeldOutEvaluation`), the loop state in checkpoints (`loop_state.py`), the run's records
+(`run_records.py`), publishing (`seal_hub.hub.callback.PublishCallback`, given in `callbacks`). The private TRL
+members it touches are listed, with why, in `trl_private.py`. A relaunch of a run that already reached its budget
+trains nothing: `train` loads the last checkpoint, publishes what is unpublished and sets `completed_at`.
 """
 
 from __future__ import annotations
 
 import shutil
 import textwrap
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import torch
 from accelerate.utils import gather_object
 from datasets import Dataset
-from transformers import Trainer, TrainerCallback, TrainerState
+from transformers import TrainerCallback, TrainerState
 from transformers.trainer_utils import TrainOutput
 from trl import GRPOTrainer
-from trl.distributed import DistributedBackend
-from trl.models import unwrap_model_for_generation
 
 from seal_hub.console import acknowledge_rollout_func
 from seal_hub.diagnosis import FailureProfile, Label
 from seal_hub.envs.builtin import load_suite, require_trainable
 from seal_hub.envs.episode import EpisodeSettings
 from seal_hub.envs.suite import Suite, SuiteTask
-from seal_hub.generation import GenerationBackend, SamplingConfig
-from seal_hub.generation.synced import SyncedSteps, needs_synced_generation
-from seal_hub.generation.weights import backend_for
-from seal_hub.hub.callback import PublishCallback, publish_callback
+from seal_hub.generation import SamplingConfig
+from seal_hub.hub.callback import PublishedRun, publishing_last
 from seal_hub.interface import InterfaceSnapshot
 from seal_hub.interface.evolve import evolve, starting_interface
 from seal_hub.interface.rho import RhoWindow
 from seal_hub.interface.store import SnapshotStore
-from seal_hub.models.end_tokens import end_token_ids
 from seal_hub.rollout import PolicyInfo, RolloutConfig, RolloutEngine
 from seal_hub.training.config import SealConfig
 from seal_hub.training.groups import Group, StepPlan, groups_of, plan_step
-from seal_hub.training.held_out import HeldOutResult, evaluate_held_out, held_out_protocol, write_held_out
+from seal_hub.training.held_out import HeldOutEvaluation, HeldOutResult
 from seal_hub.training.loop_state import (
     LoopStateBinder,
     SealLoopState,
@@ -111,11 +69,14 @@ from seal_hub.training.run_records import (
     last_checkpoint,
     load_state,
     prune_after,
+    read_iteration,
+    read_metrics,
     write_iteration,
     write_run_config,
 )
 from seal_hub.training.sampler import EpochRepeatSampler, SamplerEpoch
 from seal_hub.training.shared_prompt import shared_prompt_logps, shares_prompts, whole_groups
+from seal_hub.training.step_backend import BackendFactory, StepBackends
 from seal_hub.training.task_sampler import TaskSampler
 from seal_hub.training.trl_args import model_name, refuse_unsupported, trl_model, trl_suite
 
@@ -134,6 +95,34 @@ def verified_reward(prompts, completions, seal_reward, **kwargs) -> list[float]:
     return list(seal_reward)
 
 
+def suite_and_tasks(
+    args: SealConfig, trl: tuple, suite: Suite | str | None, train_tasks: Any, held_out_tasks: Any
+) -> tuple[Suite, list[SuiteTask], list[SuiteTask]]:
+    """What SealTrainer trains on: TRL's arguments `trl` (reward_funcs, train and eval datasets, tools,
+    environment_factory) as a suite (`trl_suite`), or the built-in `suite` (by name or object; its train split unless
+    `train_tasks`); its training and held-out tasks. Refused in one line when they cannot train."""
+    if suite is None:
+        suite, train_tasks, held_out_tasks = trl_suite(args, *trl, train_tasks, held_out_tasks)
+    else:
+        if any(x is not None for x in trl):
+            raise ValueError(
+                "suite= is a built-in suite with its own tasks and verifier: give it without reward_funcs, "
+                "environment_factory, tools or datasets (or give those without suite=)"
+            )
+        suite = load_suite(suite) if isinstance(suite, str) else suite
+        if train_tasks is None:
+            train_tasks = suite.select(suite.split_ids("train"))
+    require_trainable(suite)  # a suite that cannot train says why, in one line
+    if not train_tasks:
+        raise ValueError(f"train_tasks is empty: give the {suite.name} tasks to train on")
+    if args.eval_every_steps and not held_out_tasks:
+        raise ValueError(
+            "eval_every_steps > 0 needs held-out tasks: give eval_dataset (TRL's form) or held_out_tasks "
+            "(seal_hub.training.held_out.held_out_tasks of the test split)"
+        )
+    return suite, list(train_tasks), list(held_out_tasks or [])
+
+
 class _EpochWindow(TrainerCallback):
     """The closed-loop statistics window resets every epoch."""
 
@@ -145,20 +134,6 @@ class _EpochWindow(TrainerCallback):
         if epoch != self.trainer.window_epoch:
             self.trainer.window.reset()
             self.trainer.window_epoch = epoch
-
-
-class _HeldOutEval(TrainerCallback):
-    """Every `eval_every_steps` optimizer steps: the held-out evaluation (`seal_hub.training.held_out`)."""
-
-    def __init__(self, trainer: SealTrainer) -> None:
-        self.trainer = trainer
-
-    def on_step_end(self, args, state, control, **kwargs):
-        if not args.eval_every_steps or state.global_step % args.eval_every_steps:
-            return
-        if state.global_step >= state.max_steps and not self.trainer.held_out_at_end:
-            return  # the caller evaluates the final policy itself (the recipe's held-out comparison)
-        self.trainer.evaluate_held_out()
 
 
 class SealTrainer(GRPOTrainer):
@@ -200,41 +175,48 @@ class SealTrainer(GRPOTrainer):
         held_out_tasks: Sequence[SuiteTask] | None = None,
         interface: InterfaceSnapshot | None = None,
         policy_id: str | None = None,
-        backend_factory: Callable[[Any, Any, int], GenerationBackend] | None = None,
+        backend_factory: BackendFactory | None = None,
         held_out_at_end: bool = True,
     ) -> None:
         args = args if args is not None else SealConfig(f"{model_name(model)}-SEAL")
         refuse_unsupported(args, rollout_func, reward_processing_classes)
-        if suite is None:
-            trl = (reward_funcs, train_dataset, eval_dataset, tools, environment_factory)
-            suite, train_tasks, held_out_tasks = trl_suite(args, *trl, train_tasks, held_out_tasks)
-        else:
-            if any(x is not None for x in (reward_funcs, environment_factory, tools, train_dataset, eval_dataset)):
-                raise ValueError(
-                    "suite= is a built-in suite with its own tasks and verifier: give it without reward_funcs, "
-                    "environment_factory, tools or datasets (or give those without suite=)"
-                )
-            suite = load_suite(suite) if isinstance(suite, str) else suite
-            if train_tasks is None:
-                train_tasks = suite.select(suite.split_ids("train"))
-        require_trainable(suite)  # a suite that cannot train says why, in one line
-        if not train_tasks:
-            raise ValueError(f"train_tasks is empty: give the {suite.name} tasks to train on")
-        if args.eval_every_steps and not held_out_tasks:
-            raise ValueError(
-                "eval_every_steps > 0 needs held-out tasks: give eval_dataset (TRL's form) or held_out_tasks "
-                "(seal_hub.training.held_out.held_out_tasks of the test split)"
-            )
+        trl = (reward_funcs, train_dataset, eval_dataset, tools, environment_factory)
+        self.suite, train_tasks, held_out_tasks = suite_and_tasks(args, trl, suite, train_tasks, held_out_tasks)
         model, resolved_id = trl_model(model, args)  # a name: resolved as seal-hub commands resolve it
-        policy_id = policy_id or resolved_id or model_name(model)
-        publisher = publish_callback(callbacks)
-        self.held_out_tasks = list(held_out_tasks or [])
-        self.held_out_at_end = held_out_at_end  # False: the last step's held-out evaluation is the caller's
-        self.suite = suite
-        self.policy_id = policy_id
-        self.publisher: PublishCallback | None = publisher
-        self.backend_factory = backend_factory  # None: vLLM under use_vllm, else the batched HF engine
-        defaults = suite.schema_defaults  # a user environment's schemas carry defaults
+        self.policy_id = policy_id or resolved_id or model_name(model)
+        self._start_loop(args, interface, train_tasks)
+        self.held_out = HeldOutEvaluation(self, held_out_tasks, at_end=held_out_at_end)
+        self.held_out_tasks = self.held_out.tasks
+        self._sampler_epoch = SamplerEpoch()  # sets the training sampler's epoch (sampler.py)
+        self.completed_at: int | None = None  # set by `train` when the checkpoint already reached the budget
+        self._completed_checkpoint: Path | None = None
+        own = [SealLoopState(self), LoopStateBinder(self), _EpochWindow(self), self.held_out, self._sampler_epoch]
+        callbacks, self.publisher = publishing_last([*(callbacks or []), *own])
+        acknowledge_rollout_func()  # TRL's "rollout_func is experimental" warning, said once in our words
+        super().__init__(
+            model=model,
+            reward_funcs=verified_reward,
+            args=args,
+            train_dataset=Dataset.from_list([{"prompt": task.id} for task in train_tasks]),
+            processing_class=processing_class,
+            callbacks=callbacks,
+            optimizers=optimizers,
+            quantization_config=quantization_config,
+            peft_config=peft_config,
+            rollout_func=self._rollout,
+        )
+        self.backends = StepBackends(self, backend_factory)  # None: vLLM under use_vllm, else the HF engine
+        self.synced = self.backends.synced
+        self._bind_publisher()
+        if self.accelerator.is_main_process:
+            if self.interface.parent is None or self.interface.parent in self.store:  # it starts a lineage
+                self.store.put(self.interface)
+            write_run_config(args.output_dir, self.policy_id, args)
+
+    def _start_loop(self, args: SealConfig, interface: InterfaceSnapshot | None, train_tasks: list[SuiteTask]) -> None:
+        """SEAL's loop at its start: the interface (given, or the suite's starting one) and how it evolves, the
+        closed-loop window, the store of environment versions, and the task sampler over `train_tasks`."""
+        suite, defaults = self.suite, self.suite.schema_defaults  # a user environment's schemas carry defaults
         self.interface = interface or starting_interface(
             suite.name,
             args.interface_mode,
@@ -247,50 +229,11 @@ class SealTrainer(GRPOTrainer):
         self.window_epoch = 0
         self.store = SnapshotStore(Path(args.output_dir) / "interfaces")
         self._weights: list[float] | None = None
+        self._generations = 0
         self.train_ids = [task.id for task in train_tasks]
         self.task_sampler = TaskSampler(
             args.task_sampler, args.num_generations or 8, {task.id: task.category for task in train_tasks}
         )
-        self._vllm_server: GenerationBackend | None = None  # server mode's client, made on first use
-        self._generations = 0
-        self._sampler_epoch = SamplerEpoch()  # sets the training sampler's epoch (sampler.py)
-        self.completed_at: int | None = None  # set by `train` when the checkpoint already reached the budget
-        self._completed_checkpoint: Path | None = None
-        dataset = Dataset.from_list([{"prompt": task.id} for task in train_tasks])
-        acknowledge_rollout_func()  # TRL's "rollout_func is experimental" warning, said once in our words
-        super().__init__(
-            model=model,
-            reward_funcs=verified_reward,
-            args=args,
-            train_dataset=dataset,
-            processing_class=processing_class,
-            callbacks=[
-                *(c for c in callbacks or [] if c is not publisher),
-                SealLoopState(self),
-                LoopStateBinder(self),
-                _EpochWindow(self),
-                *([publisher] if publisher is not None else []),
-                _HeldOutEval(self),
-                self._sampler_epoch,
-            ],
-            optimizers=optimizers,
-            quantization_config=quantization_config,
-            peft_config=peft_config,
-            rollout_func=self._rollout,
-        )
-        if publisher is not None:
-            publisher.bind(self)
-        sharding, processes = DistributedBackend(self.accelerator), self.accelerator.num_processes
-        synced = args.synced_generation
-        if synced is None:
-            gathered = args.ds3_gather_for_generation
-            synced = needs_synced_generation(processes, sharding.is_zero3, sharding.is_fsdp, gathered)
-        self.synced = SyncedSteps(self.accelerator.device) if synced and processes > 1 else None
-        starts_lineage = self.interface.parent is None or self.interface.parent in self.store
-        if self.accelerator.is_main_process and starts_lineage:
-            self.store.put(self.interface)
-        if self.accelerator.is_main_process:
-            write_run_config(args.output_dir, policy_id, args)
 
     # ----- one generation step -----
 
@@ -301,59 +244,6 @@ class SealTrainer(GRPOTrainer):
         2 rollouts: both ranks get the prompt twice); with one seed, both ranks would draw the same rollouts."""
         return self.args.seed + RANK_SEED_STRIDE * self.accelerator.process_index
 
-    def _vllm_backend(self, model, tokenizer, step: int) -> GenerationBackend:
-        """TRL's vLLM engine (its weights synced by TRL before each generation step): in colocate mode the one in
-        this process, in server mode `vllm serve` elsewhere, reached by every rank over HTTP."""
-        if self.vllm_mode == "server":
-            return self._server_backend(end_token_ids(model, tokenizer))
-        from seal_hub.generation.vllm_colocate import VLLMBackend
-
-        return VLLMBackend.from_llm(self.vllm_generation.llm, end_token_ids(model, tokenizer))
-
-    def _server_backend(self, eos_token_ids: list[int]) -> GenerationBackend:
-        """One connection pool per rank for the whole run (the server's prefix cache outlives a step; TRL resets
-        it after each weight sync)."""
-        if self._vllm_server is None:
-            from seal_hub.generation.vllm_server import VLLMServerBackend, server_url
-
-            args = self.args
-            url = server_url(args.vllm_server_base_url, args.vllm_server_host, args.vllm_server_port)
-            self._vllm_server = VLLMServerBackend(url, eos_token_ids)
-            self._vllm_server.check_context(args.max_context_tokens)
-        return self._vllm_server
-
-    @contextmanager
-    def _generation_backend(self, step: int) -> Iterator[GenerationBackend]:
-        """The backend of generation step `step`, on the policy as TRL's own generation takes it:
-        `unwrap_model_for_generation` (ZeRO-3's parameters gathered unless `ds3_gather_for_generation` is False;
-        gradient checkpointing off) and FSDP v1's full parameters summoned; then `backend_for`: the weights as
-        `merge_lora_for_generation` and `generation_dtype` say, and a fresh batched HF engine (cached KV belongs to
-        one step's weights), or `backend_factory`'s backend. Under vLLM the weights are vLLM's: nothing is gathered,
-        merged or cast."""
-        tokenizer, factory = self.processing_class, self.backend_factory
-        if self.use_vllm:
-            model = self.accelerator.unwrap_model(self.model)
-            yield (factory or self._vllm_backend)(model, tokenizer, step)
-            return
-        with (
-            unwrap_model_for_generation(
-                self.model_wrapped,
-                self.accelerator,
-                gather_deepspeed3_params=self.args.ds3_gather_for_generation,
-                gradient_checkpointing_kwargs=self.args.gradient_checkpointing_kwargs,
-            ) as model,
-            DistributedBackend(self.accelerator).summon_full_params(self.model_wrapped, recurse=False),
-            backend_for(
-                model,
-                tokenizer,
-                self.args.generation_weights(),
-                seed=self.sampling_seed + step,
-                synced=self.synced,
-                factory=None if factory is None else lambda policy, tokens: factory(policy, tokens, step),
-            ) as (backend, _),
-        ):
-            yield backend
-
     def _rollout(self, prompts: list[str], trainer: GRPOTrainer) -> dict[str, list]:
         """One generation step: this rank's share of the step's groups (`_draw_step`), each rank's rollouts gathered,
         the loop updated from all of them, and this rank's slots of the trained groups handed to TRL."""
@@ -361,7 +251,7 @@ class SealTrainer(GRPOTrainer):
         step = self.state.global_step
         interface = self.interface
         self._bind_reward_context()
-        with self._generation_backend(step) as backend:
+        with self.backends.at(step) as backend:
             engine = RolloutEngine(
                 backend,
                 self.processing_class,
@@ -513,27 +403,11 @@ class SealTrainer(GRPOTrainer):
             metrics[f"seal/prevalence/{label}"].append(profile.get(label).prevalence)
 
     def evaluate_held_out(self) -> HeldOutResult:
-        """The held-out evaluation now (every rank runs it: generation under ZeRO-3 needs all of them), logged
-        as `eval_...` on the trainer log and written to `held_out/` by the main process."""
-        args: SealConfig = self.args
-        step = self.state.global_step
-        protocol = held_out_protocol(args)  # the held-out comparison's too (`seal_hub.training.held_out`)
-        if self.use_vllm and step != self._last_loaded_step:  # as TRL does before generating: current weights
-            self.vllm_generation.sync_weights()
-            self._last_loaded_step = step
-        policy = PolicyInfo(self.policy_id)
-        with self._generation_backend(step) as backend:
-            result = evaluate_held_out(
-                backend, self.processing_class, self.suite, self.held_out_tasks, protocol, policy, step
-            )
-        if self.accelerator.is_main_process:
-            write_held_out(args.output_dir, result)
-        # Trainer.log, not GRPOTrainer.log: the latter would flush (and clear) this step's training metrics early;
-        # and logging resets `should_log`, which this step's own training log still needs
-        should_log = self.control.should_log
-        Trainer.log(self, result.log_metrics())
-        self.control.should_log = should_log
-        return result
+        """The held-out evaluation now (`held_out.HeldOutEvaluation.evaluate`: every rank runs it), logged as
+        `eval_...` on the trainer log and written to `held_out/` by the main process."""
+        return self.held_out.evaluate()
+
+    # ----- TRL's private methods SEAL overrides (each listed, with why, in trl_private.py) -----
 
     def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
         output = super()._generate_and_score_completions(inputs)
@@ -612,7 +486,14 @@ class SealTrainer(GRPOTrainer):
     def publish_pending(self) -> list[int]:
         """Publish every checkpointed iteration not yet in the registry (`PublishCallback.publish_pending`; nothing
         without a `PublishCallback`)."""
-        return self.publisher.publish_pending() if self.publisher is not None else []
+        return self.publisher.publish_pending(self.state.global_step) if self.publisher is not None else []
+
+    def _bind_publisher(self) -> None:
+        """Hand the `PublishCallback`, if any, what it reads of this run: hub/ does not import training/."""
+        if self.publisher is not None:
+            out, main = self.args.output_dir, self.accelerator.is_main_process
+            readers = partial(read_metrics, out), partial(read_iteration, out)
+            self.publisher.bind(PublishedRun(Path(out), self.store, *readers, self.base_model_name, main))
 
     def train(self, resume_from_checkpoint: str | bool | None = None, **kwargs):
         kill_point("startup")
