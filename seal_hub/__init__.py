@@ -18,8 +18,8 @@ it or any of these names prints nothing: the one notice a dependency prints whil
 from __future__ import annotations
 
 from importlib.metadata import PackageNotFoundError, version
-from typing import Any
 
+from seal_hub._lazy import lazy_exports
 from seal_hub.console import quiet_import_notices
 
 quiet_import_notices()
@@ -44,14 +44,4 @@ _LAZY = {
 }
 __all__ = ["__version__", *_LAZY]
 
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        import importlib
-
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'seal_hub' has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_LAZY})
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals())

@@ -16,8 +16,7 @@ modules; the episode loop that drives a backend is `seal_hub.rollout`.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from seal_hub._lazy import lazy_exports
 
 _LAZY = {
     "Generation": "seal_hub.generation.backend",
@@ -34,12 +33,4 @@ _LAZY = {
 }
 __all__ = sorted(_LAZY)
 
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'seal_hub.generation' has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_LAZY])
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals())

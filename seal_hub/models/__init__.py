@@ -17,8 +17,7 @@ Not covered: training (`seal_hub.training.trainer`) and publishing adapters (`se
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from seal_hub._lazy import lazy_exports
 
 _LAZY = {
     "ensure_tool_template": "seal_hub.models.chat_templates",
@@ -46,12 +45,4 @@ _LAZY = {
 }
 __all__ = sorted(_LAZY)
 
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'seal_hub.models' has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_LAZY])
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals())

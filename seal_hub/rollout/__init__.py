@@ -10,8 +10,7 @@ padded and continuous batching) and the loopback `vllm serve` of the checks: ben
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from seal_hub._lazy import lazy_exports
 
 _LAZY = {
     "PolicyInfo": "seal_hub.rollout.engine",
@@ -25,12 +24,4 @@ _LAZY = {
 }
 __all__ = sorted(_LAZY)
 
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'seal_hub.rollout' has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_LAZY])
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals())

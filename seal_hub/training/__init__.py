@@ -9,22 +9,15 @@ Imported lazily: `import seal_hub.training` loads neither torch nor TRL until a 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from seal_hub._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from seal_hub.training.config import SealConfig
     from seal_hub.training.trainer import SealTrainer
 
+_LAZY = {"SealConfig": "seal_hub.training.config", "SealTrainer": "seal_hub.training.trainer"}
 __all__ = ["SealConfig", "SealTrainer"]
 
-
-def __getattr__(name: str) -> Any:
-    if name == "SealConfig":
-        from seal_hub.training.config import SealConfig
-
-        return SealConfig
-    if name == "SealTrainer":
-        from seal_hub.training.trainer import SealTrainer
-
-        return SealTrainer
-    raise AttributeError(f"module 'seal_hub.training' has no attribute {name!r}")
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals())

@@ -112,22 +112,27 @@ class PieceView:
     tail_first: int = 0  # the true position of the tail's first key
 
 
-class _PackedLayer(CacheLayerMixin):
+class _OwnedLayer(CacheLayerMixin):
+    """A cache layer whose tensors belong to its `owner` (a packed prefill or a decode batch): nothing to
+    allocate, no fixed length; `update` hands the layer's keys and values to the owner."""
+
     is_sliding = False
 
-    def __init__(self, packed: PackedPrefill, index: int) -> None:
+    def __init__(self, owner, index: int) -> None:
         super().__init__()
-        self.packed, self.index = packed, index
+        self.owner, self.index = owner, index
         self.is_initialized = True
 
     def lazy_initialization(self, key_states: torch.Tensor, value_states: torch.Tensor) -> None:
-        """Nothing to do: the tensors are the rows' own."""
+        """Nothing to do: the tensors are the owner's."""
 
     def get_max_length(self) -> int:
         return -1
 
+
+class _PackedLayer(_OwnedLayer):
     def update(self, key_states: torch.Tensor, value_states: torch.Tensor, *args, **kwargs):
-        self.packed.write(self.index, key_states, value_states)
+        self.owner.write(self.index, key_states, value_states)
         return key_states, value_states  # the pieces' attention reads the rows themselves (attention.py)
 
     def get_seq_length(self) -> int:
@@ -253,28 +258,15 @@ class _DecodeCache(Cache):
         super().__init__(layers=layers)
 
 
-class _DecodeLayer(CacheLayerMixin):
-    is_sliding = False
-
-    def __init__(self, batch: DecodeBatch, index: int) -> None:
-        super().__init__()
-        self.batch, self.index = batch, index
-        self.is_initialized = True
-
-    def lazy_initialization(self, key_states: torch.Tensor, value_states: torch.Tensor) -> None:
-        """Nothing to do: the tensors are the batch's own."""
-
-    def get_max_length(self) -> int:
-        return -1
-
+class _DecodeLayer(_OwnedLayer):
     def update(self, key_states: torch.Tensor, value_states: torch.Tensor, *args, **kwargs):
         start = time.perf_counter()
-        self.batch.write(self.index, key_states, value_states)
-        self.batch.write_seconds += time.perf_counter() - start
+        self.owner.write(self.index, key_states, value_states)
+        self.owner.write_seconds += time.perf_counter() - start
         return key_states, value_states  # the rows' attention reads the batch and the prefixes (attention.py)
 
     def get_seq_length(self) -> int:
-        return max(self.batch.positions, default=0)
+        return max(self.owner.positions, default=0)
 
     def get_mask_sizes(self, query_length: int) -> tuple[int, int]:
         return self.get_seq_length() + query_length, 0
