@@ -77,6 +77,7 @@ class Environment:
         split: str = "train",
         split_file: str | None = None,
         training: bool = True,
+        default_system: str | None = None,
     ) -> None:
         self.snapshot = interface or InterfaceSnapshot.null()
         self.interface = effective_interface(self.snapshot, training)  # what the agent is shown
@@ -91,6 +92,8 @@ class Environment:
         self._episode: SuiteEpisode | None = None
         self._messages: list[dict[str, Any]] = []
         self._tools: list[dict[str, Any]] = []
+        # your chat template's default system prompt, kept before the interface's text as training keeps it
+        self.default_system = default_system
 
     def __repr__(self) -> str:
         where = self.source.describe() if self.source is not None else "a local snapshot"
@@ -112,7 +115,7 @@ class Environment:
         self.close()
         self._episode = self.suite.episode(task_id, self.episode_config)
         observation = self._episode.reset()
-        self._messages, self._tools = first_messages(self.interface, observation)
+        self._messages, self._tools = first_messages(self.interface, observation, self.default_system)
         return EnvObservation(
             task_id, list(self._messages), list(self._tools), list(self._messages), observation.turn_index
         )
@@ -161,7 +164,9 @@ def load_environment(ref: str | Ref | InterfaceSnapshot | None = None, **options
     `ref`: a published environment version (``"alice/run1-env@v3"``, ``local://`` or ``hf://`` to choose the
     registry; resolved once to a commit, kept as `env.source`), a snapshot JSON file, an `InterfaceSnapshot`, or
     None for BFCL's original protocol. The episodes are of the suite the snapshot names. `options` go to
-    `Environment` (``parser_style``, ``split``, ``split_file``, ``episode``, ``training``, ``suite``).
+    `Environment` (``parser_style``, ``split``, ``split_file``, ``episode``, ``training``, ``suite``, and
+    ``default_system``: your chat template's default system prompt, `template_default_system(tokenizer)` of
+    `seal_hub.models.default_system`, which training keeps before the interface's note and guidelines).
     A complete episode:
 
         env = seal_hub.load_environment("alice/run1-env@v3")

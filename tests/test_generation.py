@@ -76,6 +76,23 @@ def test_end_tokens_are_the_union_of_generation_config_tokenizer_and_template(qw
     assert names(qwen_tok, end_token_ids(single, qwen_tok)) == {"<|im_end|>", "<|endoftext|>"}
 
 
+def test_the_default_system_prompt_is_read_from_the_template(qwen, llama):
+    from helpers.template_models import PYTHONIC_TEMPLATE
+
+    from seal_hub.models.default_system import template_default_system
+
+    # TRL's Qwen2.5 template writes its own line where a conversation has no system message
+    assert template_default_system(qwen[1]) == "You are Qwen, created by Alibaba Cloud. You are a helpful assistant."
+    # Llama 3.1 writes its date header either way, around an empty system text: no default to keep
+    assert template_default_system(llama[1]) is None
+    # a template with no system turn without tools, or none at all: nothing to keep
+    other = copy.deepcopy(qwen[1])
+    other.chat_template = PYTHONIC_TEMPLATE
+    assert template_default_system(other) is None
+    other.chat_template = None
+    assert template_default_system(other) is None
+
+
 @pytest.mark.parametrize(("family", "second"), [("qwen", "<|endoftext|>"), ("llama", "<|eom_id|>")])
 def test_a_generation_that_emits_another_end_token_stops_there(qwen, llama, family, second):
     model, tokenizer = qwen if family == "qwen" else llama

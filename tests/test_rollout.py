@@ -201,13 +201,45 @@ def test_the_learning_interface_shapes_what_the_agent_sees(suite, tiny):
     )
     [trajectory] = runner.run(suite.select(TASKS[:1]))
     assert trajectory.interface_version == "v1"
-    assert trajectory.messages[0].role == "system" and trajectory.messages[0].content == interface.system_prompt()
+    # the interface's note and guidelines follow the template's own system line, which they do not replace
+    default = "You are Qwen, created by Alibaba Cloud. You are a helpful assistant."
+    assert trajectory.messages[0].role == "system"
+    assert trajectory.messages[0].content == f"{default}\n\n{interface.system_prompt()}"
     prompt = tokenizer.decode(trajectory.token_ids[: trajectory.prompt_length])
-    assert "[required]" in prompt and interface.system_prompt() in prompt
+    assert "[required]" in prompt and f"{default}\n\n{interface.system_prompt()}" in prompt
+    [plain] = engine(ScriptedBackend(tokenizer, script), tokenizer, suite, sampling=LONG).run(suite.select(TASKS[:1]))
+    plain_prompt = tokenizer.decode(plain.token_ids[: plain.prompt_length])
+    assert plain.messages[0].role == "user" and plain_prompt.startswith(prompt.split(default)[0] + default)
     tool_message = next(m for m in trajectory.messages if m.role == "tool")
     assert "No such file or directory" in tool_message.content and "Hint:" in tool_message.content
     # the step record keeps the raw result; the hint is only what the agent was shown
     assert "Hint:" not in trajectory.turns[0].steps[0].results[0].content
+
+
+def test_the_interface_adds_its_system_text_to_the_conversations_own():
+    from seal_hub.diagnosis import FailureProfile, Label, LabelStats
+    from seal_hub.envs.protocol import Message, Observation
+    from seal_hub.interface import InterfaceSnapshot
+    from seal_hub.interface.evolve import evolve
+    from seal_hub.rollout.engine import first_messages
+
+    user = Observation(0, (Message("user", "Lights on in the kitchen."),))
+    tasked = Observation(0, (Message("system", "You are the house's assistant."), *user.messages))
+    null = InterfaceSnapshot.null()
+    profile = FailureProfile({Label.MISSING_TOOL_CALL: LabelStats(20, 0.5, 0.1)}, rollouts=10, turns=40)
+    text = evolve(null, profile).system_prompt()
+    assert text
+    cued = evolve(null, profile)
+    # the null interface (plain GRPO, evaluation) leaves the task's messages as they are
+    assert first_messages(null, user, "Default line.")[0] == [{"role": "user", "content": "Lights on in the kitchen."}]
+    # a system text goes after the template's default line, or alone where the template has none
+    messages, _ = first_messages(cued, user, "Default line.")
+    assert messages[0] == {"role": "system", "content": f"Default line.\n\n{text}"} and messages[1]["role"] == "user"
+    assert first_messages(cued, user)[0][0] == {"role": "system", "content": text}
+    # and after the task's own system message, in it: one system message
+    messages, _ = first_messages(cued, tasked, "Default line.")
+    assert [m["role"] for m in messages] == ["system", "user"]
+    assert messages[0]["content"] == f"You are the house's assistant.\n\n{text}"
 
 
 def test_an_episode_cut_by_its_step_budget_still_labels_every_turn(suite, tiny):

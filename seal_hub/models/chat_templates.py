@@ -12,8 +12,9 @@ The text is read from the installed ``trl`` package at run time, never copied in
 always equals what the installed TRL compares against. ChatML needs ``<|im_start|>`` / ``<|im_end|>``; a
 tokenizer without them gets them as special tokens (and the model new, untrained embedding rows), and
 ``<|im_end|>`` becomes the end-of-sequence token so generation stops at the end of the assistant's turn.
-Qwen2.5's template uses its own default system prompt ("You are Qwen, ...") when the conversation has none;
-the SEAL loop always sends a system message, so that default never reaches the model.
+Qwen2.5's template uses its own default system prompt ("You are Qwen, ...") when the conversation has none, as
+every prompt under the null interface has (the warm-up, plain GRPO, held-out evaluations); an interface that
+adds a system text keeps that line before it (`seal_hub.models.default_system`).
 
 Not covered: Llama-3.1 style (``<|python_tag|>``) or other tool formats for models whose own template TRL
 already recognises (those are kept as they are), and response parsing itself (`seal_hub.models.toolcalls`).

@@ -45,6 +45,7 @@ from seal_hub.envs.protocol import Action, Message, Observation
 from seal_hub.envs.suite import Suite, SuiteTask
 from seal_hub.generation.backend import Generation, GenerationBackend, GenerationRequest, SamplingConfig
 from seal_hub.interface import InterfaceSnapshot
+from seal_hub.models.default_system import template_default_system
 from seal_hub.models.end_tokens import template_end_of_turn
 from seal_hub.models.parser_style import resolve_parser_style
 from seal_hub.models.toolcalls import ToolCallParser, check_parser_style
@@ -126,13 +127,24 @@ def revealed_tools_message(message: Message, new_tools: Sequence[dict[str, Any]]
     return {"role": message.role, "content": f"{listing}\n{message.content}"}
 
 
-def first_messages(interface: InterfaceSnapshot, observation: Observation) -> tuple[list[dict], list[dict]]:
-    """The first prompt as the agent sees it through `interface`: its system prompt (if any) before the task's
-    messages, and the tools rendered with its schema cues. `seal_hub.environment` builds episodes with it too."""
+def first_messages(
+    interface: InterfaceSnapshot, observation: Observation, default_system: str | None = None
+) -> tuple[list[dict], list[dict]]:
+    """The first prompt as the agent sees it through `interface`: the task's messages, and the tools rendered with
+    its schema cues. The interface's system text (its note and guidelines) is added to the system prompt the
+    conversation has, never put in its place: after the task's own system message when it has one, else after
+    the chat template's default (`default_system`, `seal_hub.models.default_system`: Qwen2.5's "You are Qwen,
+    ..."), which a system message of the interface's own would otherwise replace. `seal_hub.environment` builds
+    episodes with it too."""
     tools = interface.render_tools(observation.tools)
+    messages: list[dict[str, Any]] = [m.to_chat() for m in observation.messages]
     system = interface.system_prompt()
-    messages: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
-    return messages + [m.to_chat() for m in observation.messages], tools
+    if system is None:
+        return messages, tools
+    if messages and messages[0]["role"] == "system":
+        return [messages[0] | {"content": f"{messages[0]['content']}\n\n{system}"}, *messages[1:]], tools
+    content = f"{default_system}\n\n{system}" if default_system else system
+    return [{"role": "system", "content": content}, *messages], tools
 
 
 def assistant_message(action: Action) -> dict[str, Any]:
@@ -171,7 +183,7 @@ class _Live:
         self.generation_seconds = self.environment_seconds = 0.0
         observation = self.episode.reset()
         self.interface = engine.interface  # fixed for the whole episode, even if the engine's changes meanwhile
-        self.messages, self.tools = first_messages(self.interface, observation)
+        self.messages, self.tools = first_messages(self.interface, observation, engine.default_system)
         self.shown = list(self.messages)  # what the chat template renders (`_shown_step`); `messages` is the record
         self.ids = engine.renderer.encode(engine.renderer.text(self.messages, self.tools, generation_prompt=True))
         self.prompt_length = len(self.ids)
@@ -317,6 +329,7 @@ class RolloutEngine:
         if not eot:
             raise ValueError("the tokenizer has no eos_token; pass end_of_turn (e.g. '<|im_end|>')")
         self.renderer = ChatRenderer(tokenizer, eot)
+        self.default_system = template_default_system(tokenizer)  # kept when the interface adds a system text
         self.parser = ToolCallParser(style=resolve_parser_style(tokenizer, self.config.parser_style))
         self._sessions = itertools.count()
 

@@ -41,6 +41,7 @@ from datasets import Dataset
 
 from seal_hub.envs.suite import Suite, SuiteTask
 from seal_hub.interface import InterfaceSnapshot
+from seal_hub.models.default_system import template_default_system
 from seal_hub.models.end_tokens import template_end_of_turn
 from seal_hub.rollout.engine import (
     ChatRenderer,
@@ -57,15 +58,17 @@ if TYPE_CHECKING:
 Conversation = dict[str, Any]  # {"messages": chat messages, "tools": the tools shown}
 
 
-def warmup_conversation(suite: Suite, task: SuiteTask, interface: InterfaceSnapshot) -> Conversation | None:
+def warmup_conversation(
+    suite: Suite, task: SuiteTask, interface: InterfaceSnapshot, default_system: str | None = None
+) -> Conversation | None:
     """One task's reference conversation: the suite's script (`Suite.warmup_script`) played through its episode
-    and rendered as the rollout engine renders it; None where the suite has nothing to teach for the task (or a
-    script that must pass did not)."""
+    and rendered as the rollout engine renders it (`default_system`: the chat template's, as `first_messages`
+    takes it); None where the suite has nothing to teach for the task (or a script that must pass did not)."""
     script = suite.warmup_script(task)
     if script is None:
         return None
     episode = script.episode
-    messages, tools = first_messages(interface, episode.reset())
+    messages, tools = first_messages(interface, episode.reset(), default_system)
     reward = None
     try:
         for reply in script.replies:
@@ -82,11 +85,15 @@ def warmup_conversation(suite: Suite, task: SuiteTask, interface: InterfaceSnaps
 
 
 def warmup_conversations(
-    suite: Suite, tasks: Sequence[SuiteTask], interface: InterfaceSnapshot | None = None
+    suite: Suite,
+    tasks: Sequence[SuiteTask],
+    interface: InterfaceSnapshot | None = None,
+    default_system: str | None = None,
 ) -> list[Conversation]:
     """The reference answers of `tasks` as conversations (tasks with nothing to teach are left out)."""
     interface = interface or InterfaceSnapshot.null(suite.name)
-    return [c for c in (warmup_conversation(suite, task, interface) for task in tasks) if c is not None]
+    conversations = (warmup_conversation(suite, task, interface, default_system) for task in tasks)
+    return [c for c in conversations if c is not None]
 
 
 def conversation_tokens(tokenizer, conversation: Conversation) -> dict[str, list[int]]:
@@ -134,7 +141,8 @@ def warmup_dataset(
     suite: Suite, tasks: Sequence[SuiteTask], tokenizer, interface: InterfaceSnapshot | None = None
 ) -> Dataset:
     """The warm-up's training set: each task's reference conversation, tokenized (`conversation_tokens`)."""
-    rows = [conversation_tokens(tokenizer, c) for c in warmup_conversations(suite, tasks, interface)]
+    conversations = warmup_conversations(suite, tasks, interface, template_default_system(tokenizer))
+    rows = [conversation_tokens(tokenizer, c) for c in conversations]
     if not rows:
         raise no_answers_error(suite, len(tasks))
     return Dataset.from_list(rows)
