@@ -15,6 +15,9 @@ Points (each reached once per occurrence in the process that reaches it):
     publish      a registry push wrote its git objects, its refs not yet moved (local registry)
     save         training ended, the final model not yet saved (the recipe)
 
+``SEAL_HUB_KILL_HOW=raise`` makes the point raise `KillPointError` instead (a rank that fails with an exception,
+its ``finally`` blocks and exit handlers run), for the checks that such a launch still exits non-zero.
+
 Several processes (`accelerate launch`): every rank counts and kills on its own, unless
 ``SEAL_HUB_KILL_RANK=<r>`` names one: then only the process whose ``RANK`` (torchrun's global rank; unset: 0)
 is r counts and dies, the others run on, as when one GPU's process is killed. Points that only the main process
@@ -35,6 +38,7 @@ from collections import Counter
 KILL_ENV = "SEAL_HUB_KILL_AT"
 MARKER_ENV = "SEAL_HUB_KILL_MARKER"
 RANK_ENV = "SEAL_HUB_KILL_RANK"
+HOW_ENV = "SEAL_HUB_KILL_HOW"  # "kill" (the default: SIGKILL) or "raise"
 POINTS = ("startup", "rollout", "update", "checkpoint", "publish", "save")
 
 _reached: Counter[str] = Counter()  # per process, test-only: how often each point was passed
@@ -48,9 +52,13 @@ def parse(spec: str) -> tuple[str, int]:
     return point, int(count or 1)
 
 
+class KillPointError(RuntimeError):
+    """What a kill point raises under ``SEAL_HUB_KILL_HOW=raise``."""
+
+
 def kill_point(name: str) -> None:
-    """SIGKILL this process here if ``SEAL_HUB_KILL_AT`` names this point, its count is reached and
-    ``SEAL_HUB_KILL_RANK`` (if set) names this process's rank."""
+    """SIGKILL this process here (or raise, ``SEAL_HUB_KILL_HOW=raise``) if ``SEAL_HUB_KILL_AT`` names this point,
+    its count is reached and ``SEAL_HUB_KILL_RANK`` (if set) names this process's rank."""
     spec = os.environ.get(KILL_ENV)
     if not spec:
         return
@@ -69,4 +77,6 @@ def kill_point(name: str) -> None:
             handle.write(spec)
             handle.flush()
             os.fsync(handle.fileno())
+    if os.environ.get(HOW_ENV, "kill") == "raise":
+        raise KillPointError(f"{KILL_ENV}={spec}: raised at the kill point, as {HOW_ENV}=raise asks")
     os.kill(os.getpid(), signal.SIGKILL)

@@ -10,11 +10,13 @@ record, a held-out evaluation during training (every rank generates, the main on
 step, a relaunch with a larger `max_steps` that resumes from the last one without touching what the first launch
 wrote, and each registry version published once.
 
-Also: one rank SIGKILLed in the middle of a step (`seal_hub._kill_points` with SEAL_HUB_KILL_RANK) ends the
-launch non-zero within seconds (torchrun's agent stops the other rank) without touching what was written, and a
-relaunch ends where an uninterrupted run does; and the memory estimate's ZeRO-3 parts per rank against the bytes of
-DeepSpeed's partitions in a real run. These launch `tests/helpers/zero3_probe.py`, the training script plus a per-rank
-report of the loop state, the rollouts gathered and the partitions held.
+Also: a rank that raises after training ends the launch non-zero (the clean exit of every rank,
+`seal_hub.scripts.seal.end_processes`, is reached only on success); one rank SIGKILLed in the middle of a step
+(`seal_hub._kill_points` with SEAL_HUB_KILL_RANK) ends the launch non-zero within seconds (torchrun's agent stops the
+other rank) without touching what was written, and a relaunch ends where an uninterrupted run does; and the memory
+estimate's ZeRO-3 parts per rank against the bytes of DeepSpeed's partitions in a real run. These launch
+`tests/helpers/zero3_probe.py`, the training script plus a per-rank report of the loop state, the rollouts gathered and
+the partitions held.
 """
 
 from __future__ import annotations
@@ -120,6 +122,22 @@ def test_zero3_trains_seal_in_two_processes_checkpoints_and_resumes(tmp_path, ga
     assert tags(registry, "dataset", f"{RUN}-trajectories") == ["iter-1", "iter-2"]
     assert tags(registry, "model", f"{RUN}-adapter") == ["iter-1", "iter-2"]
     assert second.stdout.count("published: ") == 1 and first.stdout.count("published: ") == 1  # rank 0 alone
+
+
+@pytest.mark.slow
+def test_zero3_launch_whose_rank_raises_after_training_exits_non_zero(tmp_path):
+    """The other side of the clean exit (`seal_hub.scripts.seal.end_processes`): rank 1 raises where training has
+    ended (`save`, the final model not yet saved, the process group not yet destroyed) while rank 0 goes on into
+    the save's collective. The launch must end non-zero, with the rank's exception in its output."""
+    pytest.importorskip("deepspeed")
+    from seal_hub.models import build_tiny_model
+
+    model = build_tiny_model(tmp_path / "tiny")
+    config = zero3_config(tmp_path / "zero3.yaml", 29670)
+    env = {"SEAL_HUB_KILL_AT": "save", "SEAL_HUB_KILL_RANK": "1", "SEAL_HUB_KILL_HOW": "raise"}
+    failed = launch(config, model, tmp_path / "run", tmp_path / "registry", 1, env=env, timeout=900)
+    assert failed.returncode != 0, "a launch whose rank raised exited 0"
+    assert "KillPointError: SEAL_HUB_KILL_AT=save" in failed.stderr
 
 
 def complete_checkpoints(out: Path) -> list[int]:

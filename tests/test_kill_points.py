@@ -1,5 +1,5 @@
-"""`seal_hub._kill_points`: a spec's point and count, and SEAL_HUB_KILL_RANK choosing the one process that
-dies."""
+"""`seal_hub._kill_points`: a spec's point and count, SEAL_HUB_KILL_RANK choosing the one process that dies, and
+SEAL_HUB_KILL_HOW=raise failing it with an exception instead."""
 
 from __future__ import annotations
 
@@ -47,3 +47,9 @@ def test_kill_rank_selects_the_process_that_dies(tmp_path, rank, chosen, dies):
         assert done.returncode == -signal.SIGKILL and marker.read_text() == "update:2"
     else:
         assert done.returncode == 0 and done.stdout.strip() == "alive" and not marker.exists()
+
+
+def test_kill_how_raise_fails_the_process_with_an_exception(tmp_path):
+    done, marker = reach(tmp_path, None, SEAL_HUB_KILL_AT="update:2", SEAL_HUB_KILL_HOW="raise")
+    assert done.returncode == 1 and "KillPointError: SEAL_HUB_KILL_AT=update:2" in done.stderr
+    assert marker.read_text() == "update:2" and "alive" not in done.stdout

@@ -170,6 +170,16 @@ def main(
         print(run_summary(trainer))
         if comparison is not None:
             print("\n".join(comparison.final(trainer, tokenizer)))
+    end_processes(trainer)
+
+
+def end_processes(trainer: SealTrainer) -> None:
+    """Every rank destroys its process group before the interpreter exits. A gloo group (CPU, or ZeRO-3's and
+    FSDP's on CPU) left to interpreter exit tears down native threads that were never joined, and C++ aborts the
+    process after the run succeeded (`terminate called without an active exception`, SIGABRT: a two-process
+    launch that trained then exited non-zero). Reached only when the run succeeded: a rank that raised exits
+    non-zero as it did. One process without a group: nothing to destroy."""
+    trainer.accelerator.end_training()
 
 
 def publish_callback(script_args: SealScriptArguments, model_args: PolicyConfig) -> PublishCallback | None:
