@@ -8,9 +8,10 @@ trainer applies it: tools rendered with its schema cues, its note and
 guidelines in the system prompt, tool errors answered with its recovery hints, tools revealed mid-episode listed
 in that turn's user message. The conversation is built by the same functions as the rollout engine's
 (`seal_hub.rollout.engine.first_messages`, `assistant_message`, `observation_messages`), so a chat template
-renders the same tokens for the same task as it did in training. A complete episode:
+renders the same tokens for the same task as it did in training (given its tokenizer: the template's own system
+line, which training keeps before the interface's text). A complete episode:
 
-    env = seal_hub.load_environment("alice/run1-env@v3")
+    env = seal_hub.load_environment("alice/run1-env@v3", tokenizer=tokenizer)
     obs = env.reset("multi_turn_base_0")
     while not obs.done:
         obs = env.step(policy(obs.messages, obs.tools))  # your model: chat messages + tools -> reply text
@@ -41,6 +42,7 @@ from seal_hub.envs.episode import EpisodeSettings
 from seal_hub.envs.protocol import Action, EpisodeError, EpisodeVerdict
 from seal_hub.envs.suite import Suite, SuiteEpisode
 from seal_hub.interface import InterfaceSnapshot, effective_interface, load_snapshot
+from seal_hub.models.default_system import template_default_system
 from seal_hub.models.toolcalls import ToolCallParser
 from seal_hub.rollout.engine import assistant_message, first_messages, observation_messages
 
@@ -77,7 +79,7 @@ class Environment:
         split: str = "train",
         split_file: str | None = None,
         training: bool = True,
-        default_system: str | None = None,
+        tokenizer: Any = None,
     ) -> None:
         self.snapshot = interface or InterfaceSnapshot.null()
         self.interface = effective_interface(self.snapshot, training)  # what the agent is shown
@@ -92,8 +94,8 @@ class Environment:
         self._episode: SuiteEpisode | None = None
         self._messages: list[dict[str, Any]] = []
         self._tools: list[dict[str, Any]] = []
-        # your chat template's default system prompt, kept before the interface's text as training keeps it
-        self.default_system = default_system
+        # the chat template's own system line (Qwen2.5's "You are Qwen, ..."), kept before the interface's text
+        self.default_system = template_default_system(tokenizer) if tokenizer is not None else None
 
     def __repr__(self) -> str:
         where = self.source.describe() if self.source is not None else "a local snapshot"
@@ -165,8 +167,9 @@ def load_environment(ref: str | Ref | InterfaceSnapshot | None = None, **options
     registry; resolved once to a commit, kept as `env.source`), a snapshot JSON file, an `InterfaceSnapshot`, or
     None for BFCL's original protocol. The episodes are of the suite the snapshot names. `options` go to
     `Environment` (``parser_style``, ``split``, ``split_file``, ``episode``, ``training``, ``suite``, and
-    ``default_system``: your chat template's default system prompt, `template_default_system(tokenizer)` of
-    `seal_hub.models.default_system`, which training keeps before the interface's note and guidelines).
+    ``tokenizer``: the one whose chat template will render the messages, so that its own system line, where it
+    writes one (`seal_hub.models.default_system`), stays before the interface's note and guidelines as in
+    training; without it, the messages carry the interface's system text alone).
     A complete episode:
 
         env = seal_hub.load_environment("alice/run1-env@v3")

@@ -10,13 +10,12 @@ record, a held-out evaluation during training (every rank generates, the main on
 step, a relaunch with a larger `max_steps` that resumes from the last one without touching what the first launch
 wrote, and each registry version published once.
 
-Also: a rank that raises after training ends the launch non-zero (the clean exit of every rank,
-`seal_hub.scripts.seal.end_processes`, is reached only on success); one rank SIGKILLed in the middle of a step
-(`seal_hub._kill_points` with SEAL_HUB_KILL_RANK) ends the launch non-zero within seconds (torchrun's agent stops the
-other rank) without touching what was written, and a relaunch ends where an uninterrupted run does; and the memory
-estimate's ZeRO-3 parts per rank against the bytes of DeepSpeed's partitions in a real run. These launch
-`tests/helpers/zero3_probe.py`, the training script plus a per-rank report of the loop state, the rollouts gathered and
-the partitions held.
+Also: a rank that raises after training ends the launch non-zero (the clean exit of every rank, the training script's
+last line, is reached only on success); one rank SIGKILLed in the middle of a step (`seal_hub._kill_points` with
+SEAL_HUB_KILL_RANK) ends the launch non-zero within seconds (torchrun's agent stops the other rank) without touching
+what was written, and a relaunch ends where an uninterrupted run does; and the memory estimate's ZeRO-3 parts per rank
+against the bytes of DeepSpeed's partitions in a real run. These launch `tests/helpers/zero3_probe.py`, the training
+script plus a per-rank report of the loop state, the rollouts gathered and the partitions held.
 """
 
 from __future__ import annotations
@@ -126,9 +125,9 @@ def test_zero3_trains_seal_in_two_processes_checkpoints_and_resumes(tmp_path, ga
 
 @pytest.mark.slow
 def test_zero3_launch_whose_rank_raises_after_training_exits_non_zero(tmp_path):
-    """The other side of the clean exit (`seal_hub.scripts.seal.end_processes`): rank 1 raises where training has
-    ended (`save`, the final model not yet saved, the process group not yet destroyed) while rank 0 goes on into
-    the save's collective. The launch must end non-zero, with the rank's exception in its output."""
+    """The other side of the clean exit (docs/reliability.md): rank 1 raises where training has ended (`save`, the
+    final model not yet saved, the process group not yet destroyed) while rank 0 goes on into the save's
+    collective. The launch must end non-zero, with the rank's exception in its output."""
     pytest.importorskip("deepspeed")
     from seal_hub.models import build_tiny_model
 

@@ -363,7 +363,7 @@ def test_training_evolves_from_a_hub_version_and_load_environment_renders_the_sa
         (trained, *_) = read_trajectories(out / "iterations" / "step_000001" / "trajectories.parquet")
         assert trained.rollout_index == 0 and trained.interface_version == "v2"
         for ref in ("hf://bob/evolved-env@v2", f"hf://{SRC_ENV}@v2"):
-            env = seal_hub.load_environment(ref)
+            env = seal_hub.load_environment(ref, tokenizer=tokenizer)
             obs = env.reset(TASK)
             text = tokenizer.apply_chat_template(
                 obs.messages, tools=obs.tools, add_generation_prompt=True, tokenize=False

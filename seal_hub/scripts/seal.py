@@ -4,7 +4,6 @@ The training script, in the package: `seal-hub train` runs it in this process, `
 `accelerate launch` entry in a checkout, `-m seal_hub.scripts.seal` launches it from a wheel. Without --config it
 runs the CPU demo (`seal_hub/scripts/configs/demo_cpu.yaml`, package data; flags override it):
 
-    seal-hub train
     seal-hub train --max_steps 4
     accelerate launch recipes/seal.py
     accelerate launch --config_file recipes/accelerate/single_gpu.yaml recipes/seal.py \
@@ -170,16 +169,7 @@ def main(
         print(run_summary(trainer))
         if comparison is not None:
             print("\n".join(comparison.final(trainer, tokenizer)))
-    end_processes(trainer)
-
-
-def end_processes(trainer: SealTrainer) -> None:
-    """Every rank destroys its process group before the interpreter exits. A gloo group (CPU, or ZeRO-3's and
-    FSDP's on CPU) left to interpreter exit tears down native threads that were never joined, and C++ aborts the
-    process after the run succeeded (`terminate called without an active exception`, SIGABRT: a two-process
-    launch that trained then exited non-zero). Reached only when the run succeeded: a rank that raised exits
-    non-zero as it did. One process without a group: nothing to destroy."""
-    trainer.accelerator.end_training()
+    trainer.accelerator.end_training()  # every rank ends its process group (docs/reliability.md: clean exit)
 
 
 def publish_callback(script_args: SealScriptArguments, model_args: PolicyConfig) -> PublishCallback | None:
